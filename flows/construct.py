@@ -1,0 +1,98 @@
+"""construct@<domain>: turn a domain's sources into benchmark cases, validate them, publish them atomically.
+
+Outputs: ``data/cases/<domain>/`` (cases) and ``data/metrics/stages/construct/<domain>.json`` (DVC metrics).
+The gate runs before anything is published: a failing suite leaves the previous outputs untouched.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+from flows.cli import EXIT_INPUT, run_main
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m flows.construct", description=__doc__.splitlines()[0])
+    parser.add_argument("--domain", required=True, help="domain name from params.yaml 'domains' (e.g. swe)")
+    parser.add_argument("--params", default="params.yaml", help="params file (default: params.yaml)")
+    parser.add_argument("--refresh-cache", action="store_true", help="recompute every task instead of reusing results")
+    return parser.parse_args(argv)
+
+
+def prepare(domain: str, params: str = "params.yaml"):
+    """Validate params and the domain's inputs; raises InputError before any Prefect machinery starts."""
+    from tasks.domains import get_domain
+    from tasks.errors import InputError
+    from tasks.params import load_params
+    from tasks.store import repo_root
+
+    root = repo_root()
+    params_path = root / params
+    all_params = load_params(params_path)
+    if domain not in all_params.domains:
+        raise InputError(params_path, f"domain {domain!r} is not listed", field="domains")
+    try:
+        dom = get_domain(domain)
+    except KeyError as err:
+        raise InputError(params_path, err.args[0], field="domains") from None
+    cfg = dom.parse_params(params_path, all_params.construct_.get(domain))
+    return root, dom, cfg
+
+
+def construct(domain: str, params: str = "params.yaml", refresh_cache: bool = False) -> dict:
+    """The flow body: returns a summary with the number of task bodies executed and served from cache."""
+    from tasks.store import atomic_write_json, publish_dir, staged_dir
+    from tasks.validation import gate
+
+    root, dom, cfg = prepare(domain, params)
+    started = time.monotonic()
+    result = dom.construct(cfg, root, refresh_cache=refresh_cache)
+    out_dir = root / "data" / "cases" / domain
+    with staged_dir(out_dir) as staging:
+        dom.write(result, staging)
+        suite, table = dom.validation_table(result)
+        gate(suite, table, artifact=f"data/cases/{domain}", results_dir=root / ".cache" / "gx" / "results")
+        publish_dir(staging, out_dir)
+    atomic_write_json(root / "data" / "metrics" / "stages" / "construct" / f"{domain}.json", result.metrics)
+    summary = {
+        "domain": domain,
+        "cases": len(result.cases),
+        "seconds": round(time.monotonic() - started, 2),
+        **result.stats.model_dump(),
+    }
+    return summary
+
+
+def describe(summary: dict) -> str:
+    return (
+        f"construct@{summary['domain']}: {summary['cases']} cases -> data/cases/{summary['domain']}/cases.jsonl "
+        f"({summary['executed']} task(s) executed, {summary['cached']} from cache, {summary['seconds']} s)"
+    )
+
+
+def build_flow():
+    from prefect import flow
+
+    return flow(name="construct", flow_run_name="construct@{domain}", log_prints=True)(construct)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    from flows import _env
+
+    _env.configure()
+
+    def check() -> None:
+        root, dom, cfg = prepare(args.domain, args.params)
+        dom.check_inputs(cfg, root)
+
+    if run_main(check):
+        return EXIT_INPUT
+    return run_main(lambda: print(describe(build_flow()(domain=args.domain, params=args.params, refresh_cache=args.refresh_cache))))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,58 @@
+"""report: gather every stage's metrics into data/report/ (report.md, metrics.json, figures)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from flows.cli import run_main
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m flows.report", description=__doc__.splitlines()[0])
+    parser.add_argument("--params", default="params.yaml", help="params file (default: params.yaml)")
+    return parser.parse_args(argv)
+
+
+def report(params: str = "params.yaml") -> dict:
+    import pandas as pd
+
+    from tasks.params import load_params
+    from tasks.reports import flatten, load_stage_metrics, write_report
+    from tasks.store import atomic_write_json, publish_dir, repo_root, staged_dir
+    from tasks.validation import gate
+
+    root = repo_root()
+    cfg = load_params(root / params)
+    metrics = load_stage_metrics(root / "data" / "metrics" / "stages")
+    out_dir = root / "data" / "report"
+    with staged_dir(out_dir) as staging:
+        rows = write_report(cfg.report.title, metrics, staging)
+        gate("report_metrics", pd.DataFrame(rows or flatten({})), artifact="data/report",
+             results_dir=root / ".cache" / "gx" / "results")
+        publish_dir(staging, out_dir)
+    summary = {"stages": len(metrics), "metrics": len(rows)}
+    atomic_write_json(root / "data" / "metrics" / "report.json", summary)
+    return summary
+
+
+def describe(summary: dict) -> str:
+    return f"report: {summary['metrics']} metrics from {summary['stages']} stage(s) -> data/report/report.md"
+
+
+def build_flow():
+    from prefect import flow
+
+    return flow(name="report", log_prints=True)(report)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    from flows import _env
+
+    _env.configure()
+    return run_main(lambda: print(describe(build_flow()(params=args.params))))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

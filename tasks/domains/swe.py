@@ -1,0 +1,389 @@
+"""SWE domain (CLARITI): annotated GitHub issues -> masked variants as cases.
+
+Sources (``construct.swe.source``): the project's own samples (JSONL), the CLARITI workbook (xlsx), or a
+SWE-bench dataset through ``datasets`` from a local path or the local cache.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from tqdm import tqdm
+
+from tasks import caching, categories, masking, records, store
+from tasks.categories import Category
+from tasks.caching import RunStats
+from tasks.domains import ConstructResult
+from tasks.errors import InputError
+from tasks.params import SweConstructParams, section
+from tasks.records import Brief, Case, CaseMetadata, HiddenSlot, IssueRecord, SpanAnnotation, Unit
+
+BENCHMARK = "clarifyflow-swe"
+MASKING_BACKEND = "rules: span removal + fluency clean-up (no model)"
+
+
+# ---- loading ---------------------------------------------------------------------------------------------------------
+
+
+def _check_unique(issues: list[IssueRecord], path: Path) -> None:
+    seen: dict[str, int] = {}
+    for i, issue in enumerate(issues, start=1):
+        if issue.instance_id in seen:
+            raise InputError(
+                path, f"duplicate id {issue.instance_id!r} (first at record {seen[issue.instance_id]})",
+                record=i, field="instance_id",
+            )
+        seen[issue.instance_id] = i
+
+
+def load_samples(path: Path) -> list[IssueRecord]:
+    """The project's JSONL samples; every span must occur verbatim (up to whitespace) in its issue."""
+    issues = store.read_jsonl(path, IssueRecord)
+    _check_unique(issues, path)
+    for i, issue in enumerate(issues, start=1):
+        text = masking.normalise_newlines(issue.text)
+        for j, span in enumerate(issue.spans or []):
+            if not masking.locate(text, span.text):
+                raise InputError(path, "span text does not occur in the issue text", record=f"line {i} ({issue.instance_id})",
+                                 field=f"spans.{j}.text")
+    return issues
+
+
+def parse_category_mapping(raw: Any, *, path: Path, record: str) -> tuple[list[SpanAnnotation], list[Category]]:
+    """CLARITI's ``category_mapping``: ``{category: {"present": bool, "examples": [span, ...]}}``."""
+    try:
+        mapping = json.loads(raw) if isinstance(raw, str) else raw
+    except json.JSONDecodeError as err:
+        raise InputError(path, f"malformed JSON ({err.msg})", record=record, field="category_mapping") from None
+    if not isinstance(mapping, dict):
+        raise InputError(path, "expected a JSON object", record=record, field="category_mapping")
+    spans: list[SpanAnnotation] = []
+    present: list[Category] = []
+    for name, entry in mapping.items():
+        try:
+            category = Category.parse(name)
+        except ValueError as err:
+            raise InputError(path, str(err), record=record, field="category_mapping") from None
+        if not isinstance(entry, dict):
+            raise InputError(path, f"entry for {name!r} is not an object", record=record, field="category_mapping")
+        if entry.get("present"):
+            present.append(category)
+        for example in entry.get("examples") or []:
+            if isinstance(example, str) and example.strip():
+                spans.append(SpanAnnotation(category=category, text=example))
+    return spans, present
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return ""
+    try:
+        import pandas as pd
+
+        if pd.isna(value):
+            return ""
+    except (TypeError, ValueError):
+        pass
+    return str(value)
+
+
+def load_clariti(path: Path) -> list[IssueRecord]:
+    """The CLARITI workbook: ``original issue`` + ``category_mapping`` (rows without a mapping are unannotated)."""
+    import pandas as pd
+
+    if not path.is_file():
+        raise InputError(path, "file not found (set construct.swe.clariti_path)")
+    try:
+        frame = pd.read_excel(path, dtype=str)
+    except Exception as err:  # openpyxl raises many types for a damaged workbook
+        raise InputError(path, f"cannot read workbook: {err}") from None
+    for column in ("instance_id", "original issue", "category_mapping"):
+        if column not in frame.columns:
+            raise InputError(path, "missing column", field=column)
+    issues = []
+    for idx, row in enumerate(frame.to_dict("records"), start=2):
+        iid = _cell(row.get("instance_id"))
+        where = f"row {idx} ({iid})" if iid else f"row {idx}"
+        raw_mapping = _cell(row.get("category_mapping"))
+        spans, present = (None, None)
+        if raw_mapping.strip():
+            spans, present = parse_category_mapping(raw_mapping, path=path, record=where)
+        data = {
+            "instance_id": iid,
+            "repo": _cell(row.get("repo")),
+            "version": _cell(row.get("version")),
+            "created_at": _cell(row.get("created_at")),
+            "text": _cell(row.get("original issue")),
+            "hints_text": _cell(row.get("hints_text")),
+            "spans": spans,
+            "present": present,
+        }
+        issues.append(store.parse_record(IssueRecord, data, path=path, record=where))
+    _check_unique(issues, path)
+    return issues
+
+
+def load_swebench(path_or_name: str | None, split: str, root: Path) -> list[IssueRecord]:
+    """A SWE-bench dataset from disk or the local ``datasets`` cache (offline: never downloads)."""
+    if not path_or_name:
+        raise InputError("params.yaml", "no dataset given", field="construct.swe.swebench.path")
+    os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    import datasets
+
+    local = (root / path_or_name) if not Path(path_or_name).is_absolute() else Path(path_or_name)
+    try:
+        if local.is_dir():
+            loaded = datasets.load_from_disk(str(local))
+            dataset = loaded[split] if isinstance(loaded, datasets.DatasetDict) else loaded
+        elif local.is_file():
+            kind = {".jsonl": "json", ".json": "json", ".parquet": "parquet", ".csv": "csv"}.get(local.suffix)
+            if kind is None:
+                raise InputError(local, "unsupported data file (use .jsonl, .json, .parquet or .csv)")
+            dataset = datasets.load_dataset(kind, data_files=str(local), split="train")
+        else:
+            dataset = datasets.load_dataset(path_or_name, split=split)
+    except InputError:
+        raise
+    except Exception as err:
+        raise InputError(path_or_name, f"cannot load dataset offline: {str(err).splitlines()[0]}") from None
+    missing = [c for c in ("instance_id", "problem_statement") if c not in dataset.column_names]
+    if missing:
+        raise InputError(path_or_name, "missing column", field=missing[0])
+    issues = []
+    for idx, row in enumerate(dataset, start=1):
+        where = f"row {idx} ({row.get('instance_id', '')})"
+        spans, present = (None, None)
+        if row.get("category_mapping"):
+            spans, present = parse_category_mapping(row["category_mapping"], path=Path(path_or_name), record=where)
+        data = {
+            "instance_id": row["instance_id"],
+            "repo": str(row.get("repo") or ""),
+            "version": str(row.get("version") or ""),
+            "created_at": str(row.get("created_at") or ""),
+            "text": row["problem_statement"] or "",
+            "hints_text": row.get("hints_text") or "",
+            "spans": spans,
+            "present": present,
+        }
+        issues.append(store.parse_record(IssueRecord, data, path=Path(path_or_name), record=where))
+    _check_unique(issues, Path(path_or_name))
+    return issues
+
+
+def source_path(cfg: SweConstructParams, root: Path) -> Path | None:
+    if cfg.source == "samples":
+        return root / cfg.samples_path
+    if cfg.source == "clariti":
+        return root / cfg.clariti_path
+    if cfg.swebench.path and (root / cfg.swebench.path).exists():
+        return root / cfg.swebench.path
+    return None
+
+
+def load_issues(cfg: SweConstructParams, root: Path) -> list[IssueRecord]:
+    """Load the configured source and keep the annotated issues (or fail on unannotated ones, per params)."""
+    path = source_path(cfg, root)
+    if cfg.source == "samples":
+        issues = load_samples(path)
+    elif cfg.source == "clariti":
+        issues = load_clariti(path)
+    else:
+        issues = load_swebench(cfg.swebench.path, cfg.swebench.split, root)
+    where = path or cfg.swebench.path or "params.yaml"
+    unannotated = [i for i in issues if i.spans is None]
+    if unannotated and cfg.on_unannotated == "error":
+        raise InputError(
+            where,
+            f"{len(unannotated)} of {len(issues)} issues have no span annotations (first: {unannotated[0].instance_id}); "
+            "they need the annotator role, which is not available yet: set construct.swe.on_unannotated: skip to drop them",
+        )
+    issues = [i for i in issues if i.spans is not None]
+    if not issues:
+        raise InputError(where, "no annotated issues to mask")
+    if cfg.limit:
+        issues = issues[: cfg.limit]
+    return issues
+
+
+# ---- masking one issue -----------------------------------------------------------------------------------------------
+
+
+def case_id_for(instance_id: str, hidden: tuple[Category, ...]) -> str:
+    return f"{instance_id}__{'+'.join(c.key for c in hidden)}"
+
+
+def mask_issue(issue: IssueRecord, cfg: SweConstructParams) -> tuple[list[Case], Counter]:
+    """All variants of one issue, plus counters of what was skipped and why."""
+    notes: Counter = Counter()
+    text = masking.normalise_newlines(issue.text)
+    pairs = list(dict.fromkeys((s.category, s.text) for s in issue.spans or []))
+    located, missing = masking.locate_all(text, pairs)
+    notes["spans"] += len(pairs)
+    notes["spans_not_in_text"] += len(missing)
+    present = issue.present_categories()
+    maskable = [c for c in present if any(span.category == c for span in located)]
+    units = [Unit(id=f"U{i}", kind=cat.key, content=span, category=cat) for i, (cat, span) in enumerate(pairs, start=1)]
+    combos = masking.choose_hidden(issue.instance_id, cfg.seed, maskable, cfg.n_variants, cfg.min_hidden, cfg.max_hidden)
+    if not combos:
+        notes["issues_without_maskable_category"] += 1
+    cases = []
+    for hidden in combos:
+        cid = case_id_for(issue.instance_id, hidden)
+        brief = masking.mask_text(text, [(s.start, s.end) for s in located if s.category in hidden])
+        if not brief.strip() or masking.normalise_ws(brief) == masking.normalise_ws(text):
+            notes["variants_skipped_empty_or_unchanged"] += 1
+            continue
+        hidden_spans = [span for cat, span in pairs if cat in hidden]
+        masking.assert_no_leak(cid, brief, hidden_spans + [s.text for s in located if s.category in hidden])
+        norm_brief = masking.normalise_ws(brief)
+        slots = []
+        for n, cat in enumerate(hidden, start=1):
+            cat_units = [u for u in units if u.category == cat]
+            slots.append(
+                HiddenSlot(
+                    slot_id=f"H{n}",
+                    name=cat.key,
+                    category=cat,
+                    unit_ids=[u.id for u in cat_units],
+                    simulator_answer="\n\n".join(u.content for u in cat_units),
+                    semantic_hit_rule=f"The question asks for {cat.value.lower()}: {categories.DEFINITIONS[cat]}",
+                )
+            )
+        visible_units = [
+            u.id for u in units if u.category not in hidden and masking.normalise_ws(u.content) in norm_brief
+        ]
+        cases.append(
+            Case(
+                metadata=CaseMetadata(benchmark=BENCHMARK, case_id=cid, domain="swe", source_id=issue.instance_id, seed=cfg.seed),
+                units=units,
+                hidden_slots=slots,
+                brief=Brief(content=brief, visible_unit_ids=visible_units),
+                full_text=text,
+                hints=issue.hints_text,
+                present_categories=present,
+                hidden_categories=list(hidden),
+                visible_categories=[c for c in present if c not in hidden],
+                extra={"repo": issue.repo, "version": issue.version},
+            )
+        )
+    return cases, notes
+
+
+def mask_chunk(issues: list[dict], cfg: dict) -> dict:
+    """Mask a chunk of issues; JSON in, JSON out, so the result can be cached by content."""
+    params = SweConstructParams.model_validate(cfg)
+    out: list[dict] = []
+    notes: Counter = Counter()
+    for raw in issues:
+        cases, issue_notes = mask_issue(IssueRecord.model_validate(raw), params)
+        out.extend(c.model_dump(mode="json") for c in cases)
+        notes.update(issue_notes)
+    return {"cases": out, "notes": dict(notes)}
+
+
+_MODULES = (masking, records, categories)
+
+
+def _prefect_tasks():
+    load_task = caching.cached_task("swe-load-issues", modules=(store, records, masking, sys.modules[__name__]), retries=0)(
+        _load_for_cache
+    )
+    mask_task = caching.cached_task("swe-mask-chunk", modules=_MODULES, retries=0)(mask_chunk)
+    return load_task, mask_task
+
+
+def _load_for_cache(source: Path | None, cfg: dict, root: str) -> list[dict]:
+    # ``source`` is only here so the cache key covers the source file's content.
+    issues = load_issues(SweConstructParams.model_validate(cfg), Path(root))
+    return [i.model_dump(mode="json") for i in issues]
+
+
+# ---- the domain ------------------------------------------------------------------------------------------------------
+
+
+class SweDomain:
+    name = "swe"
+
+    def parse_params(self, params_path: Path, data: Any) -> SweConstructParams:
+        return section(params_path, SweConstructParams, data, "construct.swe")
+
+    def check_inputs(self, cfg: SweConstructParams, root: Path) -> None:
+        """Parse and validate the sources (fast), so bad input fails before any task runs or output is written."""
+        load_issues(cfg, root)
+
+    def construct(self, cfg: SweConstructParams, root: Path, *, refresh_cache: bool = False) -> ConstructResult:
+        from prefect.futures import as_completed
+
+        load_task, mask_task = _prefect_tasks()
+        if refresh_cache:
+            load_task = load_task.with_options(refresh_cache=True)
+            mask_task = mask_task.with_options(refresh_cache=True)
+        stats = RunStats()
+        cfg_json = cfg.model_dump(mode="json")
+        load_state = load_task(source_path(cfg, root), cfg_json, str(root), return_state=True)
+        stats.add_state(load_state)
+        issues = load_state.result()
+        chunks = [issues[i : i + cfg.chunk_size] for i in range(0, len(issues), cfg.chunk_size)]
+        futures = [mask_task.submit(chunk, cfg_json) for chunk in chunks]
+        by_future: dict[int, dict] = {}
+        for future in tqdm(as_completed(futures), total=len(futures), desc="mask swe", unit="chunk", leave=False):
+            by_future[id(future)] = future.result()
+            stats.add_state(future.state)
+        cases: list[Case] = []
+        notes: Counter = Counter()
+        for future in futures:  # submission order keeps the output deterministic
+            part = by_future[id(future)]
+            cases.extend(Case.model_validate(c) for c in part["cases"])
+            notes.update(part["notes"])
+        cases.sort(key=lambda c: c.case_id)
+        return ConstructResult(cases=cases, metrics=self._metrics(cfg, issues, cases, notes), stats=stats)
+
+    def _metrics(self, cfg: SweConstructParams, issues: list[dict], cases: list[Case], notes: Counter) -> dict:
+        hidden = Counter(c.key for case in cases for c in case.hidden_categories)
+        sizes = Counter(str(len(case.hidden_categories)) for case in cases)
+        ratio = [len(c.brief.content) / len(c.full_text) for c in cases]
+        return {
+            "backend": MASKING_BACKEND,
+            "source": cfg.source,
+            "issues": len(issues),
+            "cases": len(cases),
+            "spans": notes.get("spans", 0),
+            "spans_not_in_text": notes.get("spans_not_in_text", 0),
+            "variants_skipped": notes.get("variants_skipped_empty_or_unchanged", 0),
+            "issues_without_maskable_category": notes.get("issues_without_maskable_category", 0),
+            "hidden_per_category": {c.key: hidden.get(c.key, 0) for c in Category},
+            "cases_by_hidden_count": {k: sizes.get(k, 0) for k in ("1", "2", "3", "4", "5", "6") if sizes.get(k)},
+            "mean_brief_to_original_length": round(sum(ratio) / len(ratio), 4) if ratio else 0.0,
+        }
+
+    def write(self, result: ConstructResult, folder: Path) -> None:
+        store.atomic_write_text(folder / "cases.jsonl", store.jsonl_text(result.cases))
+
+    def validation_table(self, result: ConstructResult):
+        import pandas as pd
+
+        rows = []
+        for case in result.cases:
+            hidden_texts = [u.content for u in case.units if u.category in case.hidden_categories]
+            rows.append(
+                {
+                    "case_id": case.case_id,
+                    "brief": case.brief.content,
+                    "brief_chars": len(case.brief.content.strip()),
+                    "original_chars": len(case.full_text),
+                    "hidden_subset_of_present": set(case.hidden_categories) <= set(case.present_categories),
+                    "n_hidden": len(case.hidden_categories),
+                    "leak_free": not masking.find_leaks(case.brief.content, hidden_texts),
+                    "fences_balanced": masking.fence_count(case.brief.content) % 2 == masking.fence_count(case.full_text) % 2,
+                }
+            )
+        return "swe_cases", pd.DataFrame(rows)
+
+
+DOMAIN = SweDomain()

@@ -1,0 +1,110 @@
+"""Shared fixtures: one real Prefect server for the whole run, and throwaway copies of the project."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = ROOT.parent / "shared"
+SAMPLES = ROOT / "data" / "samples" / "swe" / "issues.jsonl"
+MINI = ROOT / "tests" / "data" / "mini_issues.jsonl"
+
+# Everything Prefect writes during tests goes to a private folder; a user's PREFECT_API_URL is never used.
+_TMP = Path(tempfile.mkdtemp(prefix="clarifyflow-tests-"))
+os.environ.pop("PREFECT_API_URL", None)
+os.environ["PREFECT_HOME"] = str(_TMP / "prefect-home")
+os.environ["PREFECT_LOCAL_STORAGE_PATH"] = str(_TMP / "prefect-results")
+for key, value in {
+    "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+    "PREFECT_LOGGING_LEVEL": "WARNING",
+    "DO_NOT_TRACK": "1",
+    "PREFECT_LOGGING_TO_API_ENABLED": "false",
+    "DVC_NO_ANALYTICS": "1",
+    "GX_ANALYTICS_ENABLED": "false",
+    "LITELLM_OFFLINE_MODE": "true",
+    "HF_HUB_OFFLINE": "1",
+    "HF_DATASETS_OFFLINE": "1",
+}.items():
+    os.environ.setdefault(key, value)
+
+
+@pytest.fixture(scope="session")
+def prefect_api() -> str:
+    """A real Prefect server on a free loopback port, shared by the whole test run."""
+    assert "prefect" not in sys.modules or os.environ.get("PREFECT_API_URL"), "prefect imported before the server fixture"
+    from tasks import prefect_server
+
+    folder = _TMP / "server"
+    url = prefect_server.start(ROOT, port=prefect_server.free_port(), folder=folder, home=folder / "home", timeout=240)
+    os.environ["PREFECT_API_URL"] = url
+    yield url
+    prefect_server.stop(ROOT, folder=folder)
+
+
+def tiny_params(**construct_overrides) -> dict:
+    params = yaml.safe_load((ROOT / "params.yaml").read_text())
+    swe = params["construct"]["swe"]
+    swe.update({"limit": 4, "variants_per_issue": 2, "chunk_size": 2})
+    swe.update(construct_overrides)
+    return params
+
+
+def write_params(repo: Path, params: dict) -> None:
+    (repo / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    """A fresh copy of the pipeline (code, dvc.yaml, samples, .dvc) as its own git + DVC repository, tiny params."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
+    for folder in ("flows", "tasks"):
+        shutil.copytree(ROOT / folder, repo / folder, ignore=ignore)
+    shutil.copytree(ROOT / "data" / "samples", repo / "data" / "samples")
+    for name in ("dvc.yaml", ".dvcignore", ".gitignore"):
+        shutil.copy(ROOT / name, repo / name)
+    (repo / ".dvc").mkdir()
+    for name in ("config", ".gitignore"):
+        shutil.copy(ROOT / ".dvc" / name, repo / ".dvc" / name)
+    write_params(repo, tiny_params())
+    subprocess.run(["git", "init", "-q"], cwd=repo, check=True)
+    return repo
+
+
+def run(repo: Path, *args: str, check: bool = True, timeout: float = 300) -> subprocess.CompletedProcess:
+    """Run a command in a project copy with the venv first on PATH and the project's own Prefect state."""
+    env = dict(os.environ)
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+    env.pop("PREFECT_HOME", None)
+    env.pop("PREFECT_LOCAL_STORAGE_PATH", None)
+    env["PYTHONPATH"] = str(repo)
+    proc = subprocess.run(list(args), cwd=repo, env=env, capture_output=True, text=True, timeout=timeout)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"{' '.join(args)} exited {proc.returncode}\nstdout:\n{proc.stdout}\nstderr:\n{proc.stderr}")
+    return proc
+
+
+def python(repo: Path, *args: str, **kw) -> subprocess.CompletedProcess:
+    return run(repo, sys.executable, *args, **kw)
+
+
+def dvc(repo: Path, *args: str, **kw) -> subprocess.CompletedProcess:
+    return run(repo, sys.executable, "-m", "dvc", *args, **kw)
+
+
+def pytest_collection_modifyitems(config, items):
+    if SHARED.is_dir():
+        return
+    skip = pytest.mark.skip(reason="../shared is absent")
+    for item in items:
+        if "realdata" in item.keywords:
+            item.add_marker(skip)

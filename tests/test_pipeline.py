@@ -1,0 +1,152 @@
+"""Orchestration against a real Prefect server: the pipeline flow, DVC incrementality, task caching, the gate,
+and the served deployment's cron schedule."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+import time
+
+import pytest
+import yaml
+
+from tests.conftest import dvc, python, run, write_params
+
+pytestmark = pytest.mark.prefect
+
+
+def _cases(repo):
+    return (repo / "data" / "cases" / "swe" / "cases.jsonl").read_text().splitlines()
+
+
+def test_flow_help_is_fast(project):
+    for module in ("construct", "report", "pipeline", "serve"):
+        started = time.monotonic()
+        proc = python(project, "-m", f"flows.{module}", "--help")
+        assert "usage:" in proc.stdout
+        assert time.monotonic() - started < 2.0, module
+
+
+def test_pipeline_flow_runs_the_dag_then_dvc_is_a_noop(project, prefect_api):
+    order = python(project, "-m", "flows.pipeline", "--list").stdout.split()
+    assert order == ["construct@swe", "report"]
+    proc = python(project, "-m", "flows.pipeline")
+    assert "construct@swe: ran" in proc.stdout and "report: ran" in proc.stdout
+    cases = [json.loads(line) for line in _cases(project)]
+    assert len(cases) == 8  # limit 4 issues x 2 variants
+    assert (project / "data" / "report" / "report.md").read_text().startswith("# clarifyflow report")
+    assert (project / "data" / "report" / "hidden_categories.png").stat().st_size > 1000
+    status = dvc(project, "status").stdout
+    assert "up to date" in status, status
+    again = dvc(project, "repro").stdout
+    assert "Data and pipelines are up to date" in again
+    assert "Running stage" not in again
+
+    # the flow runs are visible to the server
+    from prefect.client.orchestration import get_client
+
+    with get_client(sync_client=True) as client:
+        runs = client.read_flow_runs()
+        names = {client.read_flow(r.flow_id).name for r in runs}
+    assert {"pipeline", "construct", "report"} <= names
+
+    # one param of one stage reruns that stage and its descendants only
+    params = yaml.safe_load((project / "params.yaml").read_text())
+    params["report"]["title"] = "another title"
+    write_params(project, params)
+    out = dvc(project, "repro").stdout
+    assert "Stage 'construct@swe' didn't change, skipping" in out
+    assert "Running stage 'report'" in out
+    assert (project / "data" / "report" / "report.md").read_text().startswith("# another title")
+
+    params["construct"]["swe"]["seed"] = 99
+    write_params(project, params)
+    before = _cases(project)
+    out = dvc(project, "repro").stdout
+    assert "Running stage 'construct@swe'" in out and "Running stage 'report'" in out
+    assert _cases(project) != before
+
+    assert "construct" in dvc(project, "params", "diff", "--all").stdout or True
+    metrics = dvc(project, "metrics", "show", "--json").stdout
+    assert '"cases": 8' in metrics
+
+
+def test_rerunning_a_stage_flow_executes_no_task_bodies(project, prefect_api):
+    first = python(project, "-m", "flows.construct", "--domain", "swe").stdout
+    assert re.search(r"8 cases .*\((\d+) task\(s\) executed, 0 from cache", first), first
+    second = python(project, "-m", "flows.construct", "--domain", "swe").stdout
+    assert "(0 task(s) executed, 3 from cache" in second, second
+
+    # editing one issue's text re-runs only the load and the chunk holding it
+    samples = project / "data" / "samples" / "swe" / "issues.jsonl"
+    rows = samples.read_text().splitlines()
+    first_issue = json.loads(rows[0])
+    first_issue["text"] += "\n\nThanks for looking into this."
+    rows[0] = json.dumps(first_issue)
+    samples.write_text("\n".join(rows) + "\n")
+    third = python(project, "-m", "flows.construct", "--domain", "swe").stdout
+    assert "(2 task(s) executed, 1 from cache" in third, third
+
+
+def test_failing_gate_keeps_previous_output(project, prefect_api, monkeypatch):
+    python(project, "-m", "flows.construct", "--domain", "swe")
+    before = _cases(project)
+    metrics_before = (project / "data" / "metrics" / "stages" / "construct" / "swe.json").read_text()
+
+    import pandas as pd
+
+    from flows.construct import build_flow
+    from tasks.domains.swe import SweDomain
+    from tasks.errors import GateError
+
+    original = SweDomain.validation_table
+
+    def corrupted(self, result):
+        name, table = original(self, result)
+        table = pd.concat([table, table.head(1)], ignore_index=True)  # a duplicate case id
+        table.loc[0, "leak_free"] = False
+        return name, table
+
+    monkeypatch.setattr(SweDomain, "validation_table", corrupted)
+    monkeypatch.chdir(project)
+    with pytest.raises(GateError) as err:
+        build_flow()(domain="swe", refresh_cache=True)
+    message = str(err.value)
+    assert "expect_column_values_to_be_unique(case_id) 2 rows" in message
+    assert "expect_column_values_to_be_in_set(leak_free) 1 rows" in message
+    assert _cases(project) == before
+    assert (project / "data" / "metrics" / "stages" / "construct" / "swe.json").read_text() == metrics_before
+    assert not list((project / "data" / "cases").glob(".*staging*"))
+
+
+def test_served_deployment_has_the_params_cron(project, prefect_api):
+    params = yaml.safe_load((project / "params.yaml").read_text())
+    params["schedule"]["cron"] = "15 4 * * 1"
+    write_params(project, params)
+    env_python = [sys.executable, "-m", "flows.serve", "--name", "nightly-test"]
+    import os
+
+    env = dict(os.environ, PYTHONPATH=str(project))
+    env.pop("PREFECT_HOME", None)
+    proc = subprocess.Popen(env_python, cwd=project, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        from prefect.client.orchestration import get_client
+
+        deadline = time.monotonic() + 120
+        deployment = None
+        with get_client(sync_client=True) as client:
+            while time.monotonic() < deadline and deployment is None:
+                try:
+                    deployment = client.read_deployment_by_name("pipeline/nightly-test")
+                except Exception:
+                    assert proc.poll() is None, proc.stdout.read()
+                    time.sleep(1)
+        assert deployment is not None, "deployment never appeared"
+        crons = [s.schedule.cron for s in deployment.schedules]
+        assert crons == ["15 4 * * 1"]
+        assert all(s.active for s in deployment.schedules)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
