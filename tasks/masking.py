@@ -33,6 +33,8 @@ _HEADING = re.compile(r"^\s{0,3}(#{1,6}\s+\S.*|\*\*[^*]+\*\*:?|__[^_]+__:?)\s*$"
 _LIST_MARKER = re.compile(r"^(\s*(?:[-*+>]|\d+[.)])(?:\s+|$))")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=\S)")
 _ALNUM = re.compile(r"[A-Za-z0-9]")
+_ELLIPSIS = re.compile(r"\.\.\.|…")
+_PIECES = re.compile(r"\.\.\.|…|\n")
 
 
 @dataclass(frozen=True)
@@ -56,22 +58,27 @@ def normalise_newlines(text: str) -> str:
     return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
-def locate(text: str, span: str) -> list[tuple[int, int]]:
-    """All occurrences of ``span`` in ``text``, matching any run of whitespace to any other.
-
-    Spans quoted with an ellipsis ("first part ... last part") are located piece by piece.
-    """
+def _find(text: str, span: str) -> list[tuple[int, int]]:
     tokens = span.split()
     if not tokens:
         return []
     pattern = r"\s+".join(re.escape(t) for t in tokens)
-    found = [(m.start(), m.end()) for m in re.finditer(pattern, text)]
+    return [(m.start(), m.end()) for m in re.finditer(pattern, text)]
+
+
+def locate(text: str, span: str) -> list[tuple[int, int]]:
+    """All occurrences of ``span`` in ``text``, matching any run of whitespace to any other.
+
+    A span quoted with an ellipsis ("first part ... last part") or stitched from non-adjacent lines is located
+    piece by piece (pieces shorter than 12 characters are ignored).
+    """
+    found = _find(text, span)
     if found:
         return found
-    pieces = [p for p in re.split(r"\.\.\.|…", span) if len(p.strip()) >= PIECE_MIN_CHARS]
-    if len(pieces) > 1:
-        return [iv for piece in pieces for iv in locate(text, piece)]
-    return []
+    pieces = [p for p in _PIECES.split(span) if len(p.strip()) >= PIECE_MIN_CHARS]
+    if len(pieces) == 1 and pieces[0].strip() == span.strip():
+        return []
+    return sorted(iv for piece in pieces for iv in _find(text, piece))
 
 
 def locate_all(text: str, spans: Iterable[tuple[Category, str]]) -> tuple[list[LocatedSpan], list[tuple[Category, str]]]:
@@ -349,13 +356,25 @@ def find_leaks(brief: str, hidden_spans: Iterable[str], min_chars: int = LEAK_MI
     haystack = normalise_ws(brief)
     leaks = []
     for span in hidden_spans:
-        candidates = [span, *re.split(r"\.\.\.|…", span)]
+        candidates = [span, *_ELLIPSIS.split(span)]
         for cand in candidates:
             norm = normalise_ws(cand)
             if len(norm) >= min_chars and norm in haystack:
                 leaks.append(span)
                 break
     return leaks
+
+
+def remove_leaks(brief: str, hidden_spans: Sequence[str], rounds: int = 3) -> str:
+    """Removing other spans can join the pieces of a stitched quotation; cut any hidden span that re-formed."""
+    for _ in range(rounds):
+        leaks = find_leaks(brief, hidden_spans)
+        if not leaks:
+            break
+        intervals = [iv for span in leaks for cand in (span, *_ELLIPSIS.split(span)) for iv in _find(brief, cand)
+                     if len(normalise_ws(cand)) >= LEAK_MIN_CHARS]
+        brief = mask_text(brief, intervals)
+    return brief
 
 
 def assert_no_leak(case_id: str, brief: str, hidden_spans: Sequence[str]) -> None:

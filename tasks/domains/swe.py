@@ -113,6 +113,8 @@ def load_clariti(path: Path) -> list[IssueRecord]:
         spans, present = (None, None)
         if raw_mapping.strip():
             spans, present = parse_category_mapping(raw_mapping, path=path, record=where)
+            if not spans and not present:  # an empty mapping: the row was never annotated
+                spans, present = None, None
         data = {
             "instance_id": iid,
             "repo": _cell(row.get("repo")),
@@ -235,12 +237,13 @@ def mask_issue(issue: IssueRecord, cfg: SweConstructParams) -> tuple[list[Case],
     cases = []
     for hidden in combos:
         cid = case_id_for(issue.instance_id, hidden)
+        hidden_spans = [span for cat, span in pairs if cat in hidden] + [s.text for s in located if s.category in hidden]
         brief = masking.mask_text(text, [(s.start, s.end) for s in located if s.category in hidden])
+        brief = masking.remove_leaks(brief, hidden_spans)
         if not brief.strip() or masking.normalise_ws(brief) == masking.normalise_ws(text):
             notes["variants_skipped_empty_or_unchanged"] += 1
             continue
-        hidden_spans = [span for cat, span in pairs if cat in hidden]
-        masking.assert_no_leak(cid, brief, hidden_spans + [s.text for s in located if s.category in hidden])
+        masking.assert_no_leak(cid, brief, hidden_spans)
         norm_brief = masking.normalise_ws(brief)
         slots = []
         for n, cat in enumerate(hidden, start=1):

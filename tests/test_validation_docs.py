@@ -1,0 +1,45 @@
+"""`make docs`: GX Data Docs for the published artifacts, built offline in a file-backed context."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tasks import store
+from tasks.domains.swe import load_samples, mask_issue
+from tasks.params import SweConstructParams
+from tasks.validation import docs
+from tests.conftest import MINI
+
+SITE = Path("gx") / "uncommitted" / "data_docs" / "local_site"
+
+
+@pytest.fixture
+def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    (tmp_path / "dvc.yaml").write_text("stages: {}\n")
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def test_docs_render_published_cases(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    cfg = SweConstructParams(variants_per_issue=2)
+    cases = [case for issue in load_samples(MINI) for case in mask_issue(issue, cfg)[0]]
+    assert cases
+    store.atomic_write_text(repo / "data" / "cases" / "swe" / "cases.jsonl", store.jsonl_text(cases))
+
+    assert docs.main([]) == 0
+
+    assert (repo / SITE / "index.html").is_file()
+    pages = sorted((repo / SITE / "validations" / "swe_cases").rglob("*.html"))
+    assert pages, "no validation-result page for swe_cases"
+    assert "swe_cases" in pages[0].read_text(encoding="utf-8")
+    out = capsys.readouterr().out
+    assert (SITE / "index.html").as_posix() in out
+    assert "swe_cases passed" in out
+
+
+def test_nothing_published_returns_1(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert docs.main([]) == 1
+    assert "nothing to document" in capsys.readouterr().out
+    assert not (repo / "gx").exists()
