@@ -113,3 +113,27 @@ def test_unannotated_issues_get_a_clear_error(project):
     proc = python(project, "-m", "flows.construct", "--domain", "swe", check=False)
     assert proc.returncode == 2
     assert "have no span annotations" in proc.stderr and "annotator" in proc.stderr
+
+
+def test_swebench_source_reads_a_local_dataset_offline(tmp_path):
+    from tasks.domains.swe import load_issues
+    from tasks.params import SweConstructParams
+
+    rows = [
+        {"instance_id": "acme__widgets-1", "repo": "acme/widgets", "problem_statement": GOOD[0]["text"], "hints_text": ""},
+        {
+            "instance_id": "acme__widgets-2", "repo": "acme/widgets", "problem_statement": GOOD[1]["text"], "hints_text": "",
+            "category_mapping": json.dumps({"Error Information": {"present": True, "examples": [GOOD[1]["spans"][0]["text"]]}}),
+        },
+    ]
+    path = tmp_path / "swebench.jsonl"
+    _write_lines(path, rows)
+    cfg = SweConstructParams(source="swebench", swebench={"path": str(path)})
+    with pytest.raises(InputError, match="1 of 2 issues have no span annotations .*acme__widgets-1"):
+        load_issues(cfg, tmp_path)
+    issues = load_issues(cfg.model_copy(update={"on_unannotated": "skip"}), tmp_path)
+    assert [i.instance_id for i in issues] == ["acme__widgets-2"]
+    assert issues[0].spans[0].category.key == "error_info"
+    missing = SweConstructParams(source="swebench", swebench={"path": "no/such/dataset-name"})
+    with pytest.raises(InputError, match="cannot load dataset offline"):
+        load_issues(missing, tmp_path)

@@ -61,12 +61,12 @@ class GateReport:
 
 def _quiet_context():
     os.environ.setdefault("GX_ANALYTICS_ENABLED", "false")
-    for name in ("great_expectations", "great_expectations.data_context.types.base"):
-        logging.getLogger(name).setLevel(logging.WARNING)
     import great_expectations as gx
     from great_expectations.data_context.types.base import ProgressBarsConfig
 
-    logging.getLogger("great_expectations").setLevel(logging.WARNING)
+    # GX sets some of its module loggers to INFO at import time.
+    for name in ("great_expectations", "great_expectations.data_context.types.base"):
+        logging.getLogger(name).setLevel(logging.WARNING)
     ctx = gx.get_context(mode="ephemeral")
     ctx.variables.progress_bars = ProgressBarsConfig(globally=False)
     return ctx
