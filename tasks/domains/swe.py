@@ -336,7 +336,7 @@ class SweDomain:
         futures = [mask_task.submit(chunk, cfg_json) for chunk in chunks]
         by_future: dict[int, dict] = {}
         for future in tqdm(as_completed(futures), total=len(futures), desc="mask swe", unit="chunk", leave=False):
-            by_future[id(future)] = future.result()
+            by_future[id(future)] = future.result()  # wait for the final state (Cached or Completed) before reading it
             stats.add_state(future.state)
         cases: list[Case] = []
         notes: Counter = Counter()
