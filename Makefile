@@ -70,7 +70,8 @@ docs: setup
 	$(PY) -m tasks.validation.docs
 
 bench: setup
-	$(PY) benchmarks/masking.py
+	@status=0; for b in masking llm_client annotator_fidelity slot_hit_fidelity question_classifier; do \
+		echo "== benchmarks/$$b.py"; $(PY) benchmarks/$$b.py || status=1; done; exit $$status
 
 clean: stop
 	rm -rf .cache .prefect

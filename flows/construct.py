@@ -9,7 +9,6 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from pathlib import Path
 
 from flows.cli import EXIT_INPUT, run_main
 
@@ -39,7 +38,7 @@ def prepare(domain: str, params: str = "params.yaml"):
     except KeyError as err:
         raise InputError(params_path, err.args[0], field="domains") from None
     cfg = dom.parse_params(params_path, all_params.construct_.get(domain))
-    return root, dom, cfg
+    return root, dom, cfg, all_params.roles
 
 
 def construct(domain: str, params: str = "params.yaml", refresh_cache: bool = False) -> dict:
@@ -47,9 +46,9 @@ def construct(domain: str, params: str = "params.yaml", refresh_cache: bool = Fa
     from tasks.store import atomic_write_json, publish_dir, staged_dir
     from tasks.validation import gate
 
-    root, dom, cfg = prepare(domain, params)
+    root, dom, cfg, roles = prepare(domain, params)
     started = time.monotonic()
-    result = dom.construct(cfg, root, refresh_cache=refresh_cache)
+    result = dom.construct(cfg, root, roles=roles, refresh_cache=refresh_cache)
     out_dir = root / "data" / "cases" / domain
     with staged_dir(out_dir) as staging:
         dom.write(result, staging)
@@ -86,7 +85,7 @@ def main(argv: list[str] | None = None) -> int:
     _env.configure()
 
     def check() -> None:
-        root, dom, cfg = prepare(args.domain, args.params)
+        root, dom, cfg, _ = prepare(args.domain, args.params)
         dom.check_inputs(cfg, root)
 
     if run_main(check):

@@ -19,6 +19,7 @@ def report(params: str = "params.yaml") -> dict:
 
     from tasks.params import load_params
     from tasks.reports import flatten, load_stage_metrics, write_report
+    from tasks.roles.config import describe_roles
     from tasks.store import atomic_write_json, publish_dir, repo_root, staged_dir
     from tasks.validation import gate
 
@@ -27,7 +28,7 @@ def report(params: str = "params.yaml") -> dict:
     metrics = load_stage_metrics(root / "data" / "metrics" / "stages")
     out_dir = root / "data" / "report"
     with staged_dir(out_dir) as staging:
-        rows = write_report(cfg.report.title, metrics, staging)
+        rows = write_report(cfg.report.title, metrics, staging, describe_roles(cfg.roles))
         gate("report_metrics", pd.DataFrame(rows or flatten({})), artifact="data/report",
              results_dir=root / ".cache" / "gx" / "results")
         publish_dir(staging, out_dir)

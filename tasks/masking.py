@@ -58,7 +58,8 @@ def normalise_newlines(text: str) -> str:
     return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
-def _find(text: str, span: str) -> list[tuple[int, int]]:
+def find_all(text: str, span: str) -> list[tuple[int, int]]:
+    """Every occurrence of ``span`` in ``text``, any run of whitespace matching any other."""
     tokens = span.split()
     if not tokens:
         return []
@@ -72,13 +73,13 @@ def locate(text: str, span: str) -> list[tuple[int, int]]:
     A span quoted with an ellipsis ("first part ... last part") or stitched from non-adjacent lines is located
     piece by piece (pieces shorter than 12 characters are ignored).
     """
-    found = _find(text, span)
+    found = find_all(text, span)
     if found:
         return found
     pieces = [p for p in _PIECES.split(span) if len(p.strip()) >= PIECE_MIN_CHARS]
     if len(pieces) == 1 and pieces[0].strip() == span.strip():
         return []
-    return sorted(iv for piece in pieces for iv in _find(text, piece))
+    return sorted(iv for piece in pieces for iv in find_all(text, piece))
 
 
 def locate_all(text: str, spans: Iterable[tuple[Category, str]]) -> tuple[list[LocatedSpan], list[tuple[Category, str]]]:
@@ -371,7 +372,7 @@ def remove_leaks(brief: str, hidden_spans: Sequence[str], rounds: int = 3) -> st
         leaks = find_leaks(brief, hidden_spans)
         if not leaks:
             break
-        intervals = [iv for span in leaks for cand in (span, *_ELLIPSIS.split(span)) for iv in _find(brief, cand)
+        intervals = [iv for span in leaks for cand in (span, *_ELLIPSIS.split(span)) for iv in find_all(brief, cand)
                      if len(normalise_ws(cand)) >= LEAK_MIN_CHARS]
         brief = mask_text(brief, intervals)
     return brief

@@ -9,6 +9,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from tasks.errors import InputError
+from tasks.roles.config import RolesParams
 from tasks.store import read_text_utf8
 
 
@@ -28,7 +29,8 @@ class SweConstructParams(Section):
     samples_path: str = "data/samples/swe/issues.jsonl"
     clariti_path: str = "../shared/data/clariti/data.xlsx"
     swebench: SweBenchSource = SweBenchSource()
-    on_unannotated: Literal["error", "skip"] = "error"
+    on_unannotated: Literal["annotate", "error", "skip"] = "annotate"
+    """Issues without span annotations: tag them with the annotator role (``roles.annotator``), stop, or drop them."""
     limit: int | None = Field(default=None, ge=1)
     variants_per_issue: int | Literal["all"] = 3
     min_hidden: int = Field(default=1, ge=1, le=6)
@@ -66,6 +68,7 @@ class Params(Section):
     construct_: dict[str, dict[str, Any]] = Field(alias="construct")
     report: ReportParams = ReportParams()
     schedule: ScheduleParams = ScheduleParams()
+    roles: RolesParams = RolesParams()
 
 
 def load_params(path: Path | str = "params.yaml") -> Params:

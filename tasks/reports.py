@@ -34,6 +34,7 @@ def flatten(metrics: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
 
     def walk(prefix: str, value: Any, backend: str) -> None:
         if isinstance(value, dict):
+            backend = str(value.get("backend", backend))  # a nested block (e.g. one role's usage) names its own
             for key, sub in value.items():
                 walk(f"{prefix}.{key}", sub, backend)
         elif isinstance(value, int | float) and not isinstance(value, bool):
@@ -47,8 +48,18 @@ def flatten(metrics: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
     return rows
 
 
-def render_markdown(title: str, metrics: dict[str, dict[str, Any]]) -> str:
+def render_roles(roles: dict[str, dict[str, Any]]) -> list[str]:
+    lines = ["## Model roles", "", "| role | backend | model / implementation | temperature |", "|---|---|---|---|"]
+    for name, info in roles.items():
+        model = info.get("model") or info.get("implementation", "")
+        lines.append(f"| {name} | {info['backend']} | {model} | {info.get('temperature', '')} |")
+    return [*lines, ""]
+
+
+def render_markdown(title: str, metrics: dict[str, dict[str, Any]], roles: dict[str, dict[str, Any]] | None = None) -> str:
     lines = [f"# {title}", ""]
+    if roles:
+        lines += render_roles(roles)
     if not metrics:
         lines.append("No stage has produced metrics yet.")
     for stage, data in metrics.items():
@@ -90,9 +101,11 @@ def plot_hidden_categories(metrics: dict[str, dict[str, Any]], path: Path) -> bo
     return True
 
 
-def write_report(title: str, metrics: dict[str, dict[str, Any]], folder: Path) -> list[dict[str, Any]]:
+def write_report(
+    title: str, metrics: dict[str, dict[str, Any]], folder: Path, roles: dict[str, dict[str, Any]] | None = None
+) -> list[dict[str, Any]]:
     rows = flatten(metrics)
     plot_hidden_categories(metrics, folder / "hidden_categories.png")
-    atomic_write_text(folder / "report.md", render_markdown(title, metrics))
+    atomic_write_text(folder / "report.md", render_markdown(title, metrics, roles))
     atomic_write_json(folder / "metrics.json", {r["key"]: r["value"] for r in rows})
     return rows

@@ -110,6 +110,7 @@ def test_non_utf8_through_the_cli(project):
 def test_unannotated_issues_get_a_clear_error(project):
     samples = project / "data" / "samples" / "swe" / "issues.jsonl"
     _write_lines(samples, [{k: v for k, v in GOOD[0].items() if k != "spans"}])
+    write_params(project, tiny_params(on_unannotated="error"))
     proc = python(project, "-m", "flows.construct", "--domain", "swe", check=False)
     assert proc.returncode == 2
     assert "have no span annotations" in proc.stderr and "annotator" in proc.stderr
@@ -128,12 +129,48 @@ def test_swebench_source_reads_a_local_dataset_offline(tmp_path):
     ]
     path = tmp_path / "swebench.jsonl"
     _write_lines(path, rows)
-    cfg = SweConstructParams(source="swebench", swebench={"path": str(path)})
+    cfg = SweConstructParams(source="swebench", swebench={"path": str(path)}, on_unannotated="error")
     with pytest.raises(InputError, match="1 of 2 issues have no span annotations .*acme__widgets-1"):
         load_issues(cfg, tmp_path)
+    both = load_issues(cfg.model_copy(update={"on_unannotated": "annotate"}), tmp_path)
+    assert [i.spans is None for i in both] == [True, False]
     issues = load_issues(cfg.model_copy(update={"on_unannotated": "skip"}), tmp_path)
     assert [i.instance_id for i in issues] == ["acme__widgets-2"]
     assert issues[0].spans[0].category.key == "error_info"
     missing = SweConstructParams(source="swebench", swebench={"path": "no/such/dataset-name"})
     with pytest.raises(InputError, match="cannot load dataset offline"):
         load_issues(missing, tmp_path)
+
+
+def test_annotate_chunk_tags_raw_issues_with_the_local_annotator():
+    from tasks.domains.swe import annotate_chunk, mask_issue
+    from tasks.params import SweConstructParams
+    from tasks.records import IssueRecord
+    from tasks.roles.config import RoleConfig
+
+    raw = [{k: v for k, v in row.items() if k not in ("spans", "present")} for row in GOOD]
+    out = annotate_chunk(raw, RoleConfig().model_dump(mode="json"))
+    assert out["failures"] == [] and len(out["issues"]) == len(GOOD)
+    assert out["usage"]["backend"] == "local" and out["usage"]["requests"] == len(GOOD)
+    for row, annotated in zip(raw, out["issues"]):
+        issue = IssueRecord.model_validate(annotated)
+        assert issue.spans, issue.instance_id
+        assert all(" ".join(s.text.split()) in " ".join(row["text"].split()) for s in issue.spans)
+        cases, _ = mask_issue(issue, SweConstructParams(variants_per_issue=2))
+        assert cases, issue.instance_id
+
+
+def test_annotate_chunk_records_llm_failures_instead_of_crashing():
+    import time
+
+    from tasks.domains.swe import annotate_chunk
+    from tasks.llm.providers import ensure_registered
+    from tasks.llm.providers.mock import MockScript, register
+    from tasks.roles.config import RoleConfig
+
+    ensure_registered()
+    model = register(f"bad-annotator-{time.time_ns()}", MockScript(outputs=["not json"]))
+    raw = [{k: v for k, v in GOOD[0].items() if k not in ("spans", "present")}]
+    out = annotate_chunk(raw, RoleConfig(backend="llm", model=model, max_regenerations=1).model_dump(mode="json"))
+    assert out["issues"] == []
+    assert out["failures"][0]["instance_id"] == GOOD[0]["instance_id"] and out["failures"][0]["kind"] == "invalid_output"

@@ -153,3 +153,24 @@ def test_served_deployment_has_the_params_cron(project, prefect_api):
     finally:
         proc.terminate()
         proc.wait(timeout=30)
+
+
+def test_construct_annotates_raw_swebench_issues(project, prefect_api):
+    """A local SWE-bench-format file with no annotations: the annotator role tags it, then it is masked."""
+    samples = [json.loads(line) for line in (project / "data" / "samples" / "swe" / "issues.jsonl").read_text().splitlines()]
+    raw = [{"instance_id": s["instance_id"], "repo": s.get("repo", ""), "problem_statement": s["text"], "hints_text": ""}
+           for s in samples[:4]]
+    (project / "raw.jsonl").write_text("".join(json.dumps(r) + "\n" for r in raw))
+    params = yaml.safe_load((project / "params.yaml").read_text())
+    params["construct"]["swe"].update({"source": "swebench", "swebench": {"path": "raw.jsonl", "split": "test"},
+                                       "on_unannotated": "annotate"})
+    write_params(project, params)
+    out = python(project, "-m", "flows.construct", "--domain", "swe").stdout
+    cases = [json.loads(line) for line in _cases(project)]
+    assert len(cases) >= 6, out
+    assert {c["metadata"]["source_id"] for c in cases} <= {r["instance_id"] for r in raw}
+    metrics = json.loads((project / "data" / "metrics" / "stages" / "construct" / "swe.json").read_text())
+    assert metrics["annotated_issues"] == 4 and metrics["annotation_failures"] == 0
+    assert metrics["roles"]["annotator"]["backend"] == "local" and metrics["roles"]["annotator"]["requests"] == 4
+    again = python(project, "-m", "flows.construct", "--domain", "swe").stdout
+    assert "0 task(s) executed" in again, again

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
@@ -78,3 +77,20 @@ def test_gate_summary_is_readable():
     assert text.startswith("validation gate failed for data/report: report_metrics: 2 of 3 expectations failed")
     assert "expect_column_values_to_be_unique(key) 2 rows e.g. 'a', 'a'" in text
     assert "expect_column_values_to_not_be_null(value) 1 rows" in text
+
+
+def test_report_names_each_roles_backend_and_nested_backends():
+    from tasks.roles.config import RoleConfig, RolesParams, describe_roles
+
+    roles = RolesParams(slot_hit_judge=RoleConfig(backend="llm", model="openai/gpt-4o-mini", temperature=0.0))
+    described = describe_roles(roles)
+    assert described["annotator"]["backend"] == "local"
+    assert described["slot_hit_judge"] == {
+        "backend": "llm", "model": "openai/gpt-4o-mini", "temperature": 0.0, "max_tokens": 512, "max_regenerations": 3,
+    }
+    metrics = {"construct@swe": {"backend": "rules", "cases": 2, "roles": {"annotator": {"backend": "local", "requests": 5}}}}
+    rows = {r["key"]: r["backend"] for r in flatten(metrics)}
+    assert rows == {"construct@swe.cases": "rules", "construct@swe.roles.annotator.requests": "local"}
+    page = render_markdown("T", metrics, described)
+    assert "| slot_hit_judge | llm | openai/gpt-4o-mini | 0.0 |" in page
+    assert "| annotator | local |" in page

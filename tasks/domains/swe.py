@@ -22,6 +22,7 @@ from tasks.domains import ConstructResult
 from tasks.errors import InputError
 from tasks.params import SweConstructParams, section
 from tasks.records import Brief, Case, CaseMetadata, HiddenSlot, IssueRecord, SpanAnnotation, Unit
+from tasks.roles.config import RolesParams, describe_roles
 
 BENCHMARK = "clarifyflow-swe"
 MASKING_BACKEND = "rules: span removal + fluency clean-up (no model)"
@@ -203,14 +204,56 @@ def load_issues(cfg: SweConstructParams, root: Path) -> list[IssueRecord]:
         raise InputError(
             where,
             f"{len(unannotated)} of {len(issues)} issues have no span annotations (first: {unannotated[0].instance_id}); "
-            "they need the annotator role, which is not available yet: set construct.swe.on_unannotated: skip to drop them",
+            "set construct.swe.on_unannotated: annotate to tag them with the annotator role, or skip to drop them",
         )
-    issues = [i for i in issues if i.spans is not None]
+    if cfg.on_unannotated == "skip":
+        issues = [i for i in issues if i.spans is not None]
     if not issues:
         raise InputError(where, "no annotated issues to mask")
     if cfg.limit:
         issues = issues[: cfg.limit]
     return issues
+
+
+# ---- annotating raw issues -------------------------------------------------------------------------------------------
+
+
+def annotate_chunk(issues: list[dict], role_cfg: dict, weights: Path | None = None) -> dict:
+    """Tag unannotated issues with the annotator role. JSON in, JSON out (cacheable by content).
+
+    ``weights`` is only here so the cache key covers the annotator's learned weights file. An issue whose
+    annotation fails (an LLM backend that never returned valid output) is left out and reported, never fatal.
+    """
+    from tasks.llm.client import LLMClient
+    from tasks.roles import annotator
+    from tasks.roles.base import RoleFailure, run_role
+    from tasks.roles.config import RoleConfig
+
+    cfg = RoleConfig.model_validate(role_cfg)
+    records = [IssueRecord.model_validate(raw) for raw in issues]
+    inputs = [annotator.AnnotateInput(instance_id=r.instance_id, text=r.text, hints=r.hints_text) for r in records]
+    client = LLMClient()
+    outputs = run_role(annotator.SPEC, inputs, cfg, client=client)
+    annotated: list[dict] = []
+    failures: list[dict] = []
+    for record, output in zip(records, outputs):
+        if isinstance(output, RoleFailure):
+            failures.append({"instance_id": record.instance_id, "kind": output.kind, "message": output.message})
+            continue
+        if cfg.backend == "llm":
+            output = annotator.verbatim_spans(output, record.text)
+        data = record.model_dump(mode="json")
+        data["spans"] = [s.model_dump(mode="json") for s in annotator.to_span_annotations(output)]
+        data["present"] = [c.value for c in output.present]
+        annotated.append(IssueRecord.model_validate(data).model_dump(mode="json"))
+    return {"issues": annotated, "failures": failures, "usage": client.accounting.snapshot().get("annotator", {})}
+
+
+def annotator_weights() -> Path | None:
+    from tasks.roles import annotator
+
+    path = getattr(annotator, "WEIGHTS", None)
+    return path if isinstance(path, Path) and path.is_file() else None
 
 
 # ---- masking one issue -----------------------------------------------------------------------------------------------
@@ -294,11 +337,14 @@ _MODULES = (masking, records, categories)
 
 
 def _prefect_tasks():
+    from tasks.roles import annotator, base
+
     load_task = caching.cached_task("swe-load-issues", modules=(store, records, masking, sys.modules[__name__]), retries=0)(
         _load_for_cache
     )
+    annotate_task = caching.cached_task("swe-annotate-chunk", modules=(annotator, base, records), retries=0)(annotate_chunk)
     mask_task = caching.cached_task("swe-mask-chunk", modules=_MODULES, retries=0)(mask_chunk)
-    return load_task, mask_task
+    return load_task, annotate_task, mask_task
 
 
 def _load_for_cache(source: Path | None, cfg: dict, root: str) -> list[dict]:
@@ -320,18 +366,23 @@ class SweDomain:
         """Parse and validate the sources (fast), so bad input fails before any task runs or output is written."""
         load_issues(cfg, root)
 
-    def construct(self, cfg: SweConstructParams, root: Path, *, refresh_cache: bool = False) -> ConstructResult:
+    def construct(
+        self, cfg: SweConstructParams, root: Path, *, roles: RolesParams | None = None, refresh_cache: bool = False
+    ) -> ConstructResult:
         from prefect.futures import as_completed
 
-        load_task, mask_task = _prefect_tasks()
+        load_task, annotate_task, mask_task = _prefect_tasks()
         if refresh_cache:
             load_task = load_task.with_options(refresh_cache=True)
+            annotate_task = annotate_task.with_options(refresh_cache=True)
             mask_task = mask_task.with_options(refresh_cache=True)
         stats = RunStats()
         cfg_json = cfg.model_dump(mode="json")
         load_state = load_task(source_path(cfg, root), cfg_json, str(root), return_state=True)
         stats.add_state(load_state)
         issues = load_state.result()
+        annotation = self._annotate(issues, cfg, roles or RolesParams(), annotate_task, stats)
+        issues = annotation.pop("issues")
         chunks = [issues[i : i + cfg.chunk_size] for i in range(0, len(issues), cfg.chunk_size)]
         futures = [mask_task.submit(chunk, cfg_json) for chunk in chunks]
         by_future: dict[int, dict] = {}
@@ -345,7 +396,37 @@ class SweDomain:
             cases.extend(Case.model_validate(c) for c in part["cases"])
             notes.update(part["notes"])
         cases.sort(key=lambda c: c.case_id)
-        return ConstructResult(cases=cases, metrics=self._metrics(cfg, issues, cases, notes), stats=stats)
+        metrics = self._metrics(cfg, issues, cases, notes)
+        metrics.update(annotation)
+        return ConstructResult(cases=cases, metrics=metrics, stats=stats)
+
+    def _annotate(self, issues: list[dict], cfg: SweConstructParams, roles: RolesParams, annotate_task, stats: RunStats) -> dict:
+        """Tag the issues that have no spans (in cached chunks); keeps the source order, drops failed ones."""
+        todo = [i for i in issues if i["spans"] is None]
+        if not todo:
+            return {"issues": issues, "annotated_issues": 0}
+        role_json = roles.annotator.model_dump(mode="json")
+        weights = annotator_weights()
+        chunks = [todo[i : i + cfg.chunk_size] for i in range(0, len(todo), cfg.chunk_size)]
+        futures = [annotate_task.submit(chunk, role_json, weights) for chunk in chunks]
+        done: dict[str, dict] = {}
+        failures: list[dict] = []
+        usage: Counter = Counter()
+        for future in tqdm(futures, desc="annotate swe", unit="chunk", leave=False):
+            part = future.result()
+            stats.add_state(future.state)
+            done.update((i["instance_id"], i) for i in part["issues"])
+            failures.extend(part["failures"])
+            usage.update({k: v for k, v in part["usage"].items() if isinstance(v, int | float)})
+        kept = [done.get(i["instance_id"], i) if i["spans"] is None else i for i in issues]
+        kept = [i for i in kept if i["spans"] is not None]
+        role = describe_roles(roles)["annotator"]
+        return {
+            "issues": kept,
+            "annotated_issues": len(done),
+            "annotation_failures": len(failures),
+            "roles": {"annotator": {**role, **{k: round(v, 4) for k, v in usage.items()}}},
+        }
 
     def _metrics(self, cfg: SweConstructParams, issues: list[dict], cases: list[Case], notes: Counter) -> dict:
         hidden = Counter(c.key for case in cases for c in case.hidden_categories)

