@@ -51,6 +51,26 @@ class SweConstructParams(Section):
         return None if self.variants_per_issue == "all" else self.variants_per_issue
 
 
+class OptimizationConstructParams(Section):
+    source: Literal["samples", "orclarify"] = "samples"
+    """``samples``: the project's complete problems (decomposed by ``roles.decomposer``); ``orclarify``: the full
+    ``problem_units`` of OR-Clarify TOML files taken as complete problems (re-construction)."""
+    samples_path: str = "data/samples/optimization/problems.jsonl"
+    orclarify_path: str = "../shared/data/or-clarify"
+    limit: int | None = Field(default=None, ge=1)
+    hide_fraction: float = Field(default=0.5, gt=0.0, le=1.0)
+    min_hidden: int = Field(default=1, ge=1)
+    max_hidden: int = Field(default=3, ge=1)
+    seed: int = 0
+    chunk_size: int = Field(default=4, ge=1)
+
+    @model_validator(mode="after")
+    def _range(self) -> "OptimizationConstructParams":
+        if self.min_hidden > self.max_hidden:
+            raise ValueError("min_hidden must not exceed max_hidden")
+        return self
+
+
 class ReportParams(Section):
     title: str = "clarifyflow report"
 

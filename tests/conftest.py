@@ -54,6 +54,7 @@ def tiny_params(**construct_overrides) -> dict:
     swe = params["construct"]["swe"]
     swe.update({"limit": 4, "variants_per_issue": 2, "chunk_size": 2})
     swe.update(construct_overrides)
+    params["construct"]["optimization"].update({"limit": 4, "chunk_size": 2})
     return params
 
 

@@ -31,9 +31,11 @@ def test_flow_help_is_fast(project):
 
 def test_pipeline_flow_runs_the_dag_then_dvc_is_a_noop(project, prefect_api):
     order = python(project, "-m", "flows.pipeline", "--list").stdout.split()
-    assert order == ["construct@swe", "report"]
+    assert order == ["construct@optimization", "construct@swe", "report"]
     proc = python(project, "-m", "flows.pipeline")
     assert "construct@swe: ran" in proc.stdout and "report: ran" in proc.stdout
+    assert "construct@optimization: ran" in proc.stdout
+    assert len(list((project / "data" / "cases" / "optimization" / "toml").glob("*.toml"))) == 4
     cases = [json.loads(line) for line in _cases(project)]
     assert len(cases) == 8  # limit 4 issues x 2 variants
     assert (project / "data" / "report" / "report.md").read_text().startswith("# clarifyflow report")
@@ -70,6 +72,7 @@ def test_pipeline_flow_runs_the_dag_then_dvc_is_a_noop(project, prefect_api):
     before = _cases(project)
     out = dvc(project, "repro").stdout
     assert "Running stage 'construct@swe'" in out and "Running stage 'report'" in out
+    assert "Stage 'construct@optimization' didn't change, skipping" in out
     assert _cases(project) != before
 
     metrics = dvc(project, "metrics", "show", "--json").stdout

@@ -40,7 +40,7 @@ def rubric(case, slot_id: str) -> sh.SlotRubric:
 
 def test_reader_maps_every_field(case):
     assert case.metadata.case_id == "bakery_001"
-    assert (case.metadata.domain, case.metadata.benchmark, case.metadata.schema_version) == ("or", "OR-Clarify", "0.3")
+    assert (case.metadata.domain, case.metadata.benchmark, case.metadata.schema_version) == ("optimization", "OR-Clarify", "0.3")
     assert [u.id for u in case.units] == ["U1", "U2", "U3", "U4", "U5", "U6"]
     assert case.units[4].kind == "constraint" and case.units[5].kind == "objective"
     h1, h2 = case.hidden_slots

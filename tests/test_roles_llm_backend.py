@@ -24,6 +24,13 @@ FACT = {"slot_id": "H1", "name": "oven_capacity_limit", "simulator_answer": "The
         "unit_content": "Each oven batch holds at most 40 loaves.", "unit_kind": "constraint"}
 
 
+UNITS = [
+    {"id": "U1", "kind": "context", "content": "We run a small bakery."},
+    {"id": "U2", "kind": "constraint", "content": "Each oven batch holds at most 40 loaves."},
+    {"id": "U3", "kind": "objective", "content": "We want to maximise weekly profit."},
+]
+
+
 def example(name: str) -> dict:
     return {
         "annotator": {"instance_id": "x-1", "text": ISSUE},
@@ -39,6 +46,10 @@ def example(name: str) -> dict:
                                     "semantic_hit_rule": "Asks how many loaves one oven batch can hold."},
                            "agent_questions": ["Is there a limit on how many loaves one oven batch can hold?"]},
         "question_detector": {"turn": "1. What is the deadline? 2. Which products matter?"},
+        "decomposer": {"problem_id": "bakery", "text": "We run a small bakery. Each oven batch holds at most 40 loaves. "
+                       "Rye bread sells for 3 euros.\n\nWe want to maximise weekly profit."},
+        "slot_annotator": {"problem_id": "bakery", "unit": UNITS[1], "units": UNITS},
+        "rewriter": {"problem_id": "bakery", "units": [UNITS[0], UNITS[2]]},
     }[name]
 
 

@@ -14,7 +14,7 @@ from typing import Any, Protocol
 from tasks.caching import RunStats
 from tasks.records import Case
 
-KNOWN = {"swe": "tasks.domains.swe"}
+KNOWN = {"swe": "tasks.domains.swe", "optimization": "tasks.domains.optimization"}
 
 
 @dataclass

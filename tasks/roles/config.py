@@ -16,6 +16,9 @@ ROLE_NAMES = (
     "answerability_judge",
     "slot_hit_judge",
     "question_detector",
+    "decomposer",
+    "slot_annotator",
+    "rewriter",
 )
 
 
@@ -29,6 +32,9 @@ LOCAL_IMPLEMENTATIONS = {
     "answerability_judge": "swe_user retrieval over the full text and hints",
     "slot_hit_judge": "weighted MiniLM/word-overlap features vs the slot rubric, fitted thresholds",
     "question_detector": "rules (question marks, list items, READY markers)",
+    "decomposer": "rules (sentences, bullet items, whole markdown tables, cue words) + MiniLM kind prototypes",
+    "slot_annotator": "rules and templates over the hidden unit and its kind",
+    "rewriter": "visible units joined in order into paragraphs (no gap markers)",
 }
 """What each role's local backend is, in words, for reports."""
 
@@ -65,6 +71,9 @@ class RolesParams(BaseModel):
     answerability_judge: RoleConfig = RoleConfig()
     slot_hit_judge: RoleConfig = RoleConfig()
     question_detector: RoleConfig = RoleConfig()
+    decomposer: RoleConfig = RoleConfig()
+    slot_annotator: RoleConfig = RoleConfig()
+    rewriter: RoleConfig = RoleConfig()
 
     def get(self, name: str) -> RoleConfig:
         if name not in ROLE_NAMES:

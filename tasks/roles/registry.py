@@ -17,6 +17,9 @@ _WHERE = {
     "answerability_judge": ("tasks.roles.swe_judges", "ANSWERABILITY_SPEC"),
     "slot_hit_judge": ("tasks.roles.slot_hit", "SPEC"),
     "question_detector": ("tasks.roles.question_detector", "SPEC"),
+    "decomposer": ("tasks.orclarify.decompose", "SPEC"),
+    "slot_annotator": ("tasks.orclarify.annotate", "SPEC"),
+    "rewriter": ("tasks.orclarify.brief", "SPEC"),
 }
 assert set(_WHERE) == set(ROLE_NAMES)
 

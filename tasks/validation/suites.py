@@ -21,6 +21,16 @@ def build_suite(name: str) -> Any:
             E.ExpectColumnValuesToBeInSet(column="fences_balanced", value_set=[True]),
             E.ExpectColumnPairValuesAToBeGreaterThanB(column_A="original_chars", column_B="brief_chars", or_equal=False),
         ],
+        "optimization_cases": [
+            E.ExpectTableRowCountToBeBetween(min_value=1),
+            E.ExpectColumnValuesToBeUnique(column="case_id"),
+            E.ExpectColumnValuesToBeBetween(column="n_hidden", min_value=1),
+            *[
+                E.ExpectColumnValuesToBeInSet(column=column, value_set=[True])
+                for column in ("hidden_units_exist", "hidden_not_visible", "units_partitioned", "severities_valid",
+                               "leak_free", "slot_ids_unique", "required_fields_filled")
+            ],
+        ],
         "report_metrics": [
             E.ExpectTableRowCountToBeBetween(min_value=1),
             E.ExpectColumnValuesToBeUnique(column="key"),

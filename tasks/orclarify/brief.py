@@ -1,0 +1,99 @@
+"""Mask: choose which eligible units a case hides, and render the public brief from the visible units.
+
+The choice is deterministic per (problem id, seed): about ``fraction`` of the eligible units, at least
+``min_hidden`` and at most ``max_hidden``. The brief is written by the ``rewriter`` role. Its local backend joins the
+visible units in their original order: consecutive one-line prose units form a paragraph, and a unit spanning
+several lines (a table, a list) stands as its own paragraph. No marker or numbering shows where a unit was removed.
+An LLM rewrite that reproduces a hidden unit verbatim is rejected in favour of the local join (see
+``render_briefs``).
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from tasks import masking
+from tasks.records import Unit
+from tasks.roles.base import RoleFailure, RoleSpec, run_role
+from tasks.roles.config import RoleConfig
+
+
+def choose_hidden(
+    problem_id: str, seed: int, eligible_ids: Sequence[str], *, fraction: float, min_hidden: int, max_hidden: int
+) -> list[str]:
+    """The hidden unit ids, in the order the eligible ids were given (the units' order)."""
+    if not eligible_ids:
+        return []
+    want = round(fraction * len(eligible_ids))
+    k = max(min_hidden, min(max_hidden, want, len(eligible_ids)))
+    k = min(k, len(eligible_ids))
+    picked = set(random.Random(f"{problem_id}:{seed}").sample(list(eligible_ids), k))
+    return [u for u in eligible_ids if u in picked]
+
+
+class RewriteInput(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    problem_id: str = ""
+    units: list[Unit] = Field(description="The visible units, in order; the brief must state all of them.")
+
+
+class RewriteOutput(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    brief: str = Field(min_length=1, description="The public brief, in the stakeholder's voice, no gap markers.")
+
+
+def _is_block(content: str) -> bool:
+    return "\n" in content.strip()
+
+
+def join_units(units: Sequence[Unit]) -> str:
+    paragraphs: list[str] = []
+    current: list[str] = []
+    for unit in units:
+        text = unit.content.strip()
+        if _is_block(text):
+            if current:
+                paragraphs.append(" ".join(current))
+                current = []
+            paragraphs.append(text)
+        else:
+            current.append(text)
+    if current:
+        paragraphs.append(" ".join(current))
+    return "\n\n".join(paragraphs)
+
+
+def local(inp: RewriteInput) -> RewriteOutput:
+    return RewriteOutput(brief=join_units(inp.units) or "(no visible details)")
+
+
+SPEC = RoleSpec(name="rewriter", input_model=RewriteInput, output_model=RewriteOutput, local=local)
+
+
+def leaked_units(brief: str, hidden: Sequence[Unit]) -> list[str]:
+    """Ids of hidden units whose content appears verbatim (whitespace-normalised) in the brief."""
+    norm = masking.normalise_ws(brief)
+    return [u.id for u in hidden if masking.normalise_ws(u.content) in norm]
+
+
+def render_briefs(
+    requests: Sequence[tuple[RewriteInput, list[Unit]]], cfg: RoleConfig, *, client=None
+) -> tuple[list[str], dict[str, int]]:
+    """A brief per (visible units, hidden units) request, plus counts of LLM failures and leak fallbacks."""
+    outputs = run_role(SPEC, [inp for inp, _ in requests], cfg, client=client)
+    briefs: list[str] = []
+    notes = {"rewriter_failures": 0, "rewriter_leak_fallbacks": 0}
+    for (inp, hidden), out in zip(requests, outputs):
+        if isinstance(out, RoleFailure):
+            notes["rewriter_failures"] += 1
+            out = local(inp)
+        elif cfg.backend == "llm" and leaked_units(out.brief, hidden):
+            notes["rewriter_leak_fallbacks"] += 1
+            out = local(inp)
+        briefs.append(out.brief)
+    return briefs, notes

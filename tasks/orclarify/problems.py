@@ -1,0 +1,61 @@
+"""Complete optimisation problems, the input of ``construct@optimization``.
+
+Two sources: the project's samples (``data/samples/optimization/problems.jsonl``: free text, decomposed by the
+``decomposer`` role), and OR-Clarify TOML files, whose full ``problem_units`` are taken as an already decomposed
+complete problem (so the published cases can be re-constructed).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from tasks import store
+from tasks.errors import InputError
+from tasks.records import SAFE_ID, Unit
+
+
+class ProblemRecord(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    problem_id: str = Field(pattern=SAFE_ID)
+    title: str = ""
+    text: str
+    """The complete problem statement (markdown: prose, bullet lists, tables)."""
+    units: list[Unit] | None = None
+    """Already decomposed units (TOML source); None means the decomposer runs on ``text``."""
+
+    @field_validator("text")
+    @classmethod
+    def _not_empty(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("problem text is empty")
+        return value
+
+
+def _check_unique(problems: list[ProblemRecord], path: Path) -> None:
+    seen: dict[str, int] = {}
+    for i, problem in enumerate(problems, start=1):
+        if problem.problem_id in seen:
+            raise InputError(path, f"duplicate id {problem.problem_id!r} (first at record {seen[problem.problem_id]})",
+                             record=i, field="problem_id")
+        seen[problem.problem_id] = i
+
+
+def load_problem_samples(path: Path) -> list[ProblemRecord]:
+    problems = store.read_jsonl(path, ProblemRecord)
+    _check_unique(problems, path)
+    return problems
+
+
+def load_problems_from_toml(folder: Path) -> list[ProblemRecord]:
+    """Every OR-Clarify case in ``folder`` as a complete problem: all its units, visible and hidden."""
+    from tasks.domains.or_toml import read_cases
+
+    problems = [
+        ProblemRecord(problem_id=case.case_id, text=case.full_text, units=list(case.units))
+        for case in read_cases(folder)
+    ]
+    _check_unique(problems, folder)
+    return problems
