@@ -71,6 +71,46 @@ class OptimizationConstructParams(Section):
         return self
 
 
+class SimulatedRunsParams(Section):
+    n_variants: int = Field(default=3000, ge=10)
+    agent_models: list[str] = Field(default_factory=lambda: ["sim-agent-a", "sim-agent-b"], min_length=1)
+    effects: dict[str, float] | None = None
+    """Planted log-odds effect of each category's presence; None uses the documented defaults."""
+    intercept: float | None = None
+    presence_prob: float = Field(default=0.5, gt=0.0, lt=1.0)
+    noise: float = Field(default=0.3, ge=0.0)
+
+
+class AmbigSweParams(Section):
+    dir: str = "../shared/data/ambig-swe"
+    workbook: str = "../shared/data/clariti/data.xlsx"
+    presence: Literal["workbook", "annotator"] = "workbook"
+    removed_in_underspecified: list[str] = Field(
+        default_factory=lambda: ["error_info", "reproduction", "expected_behavior"]
+    )
+    models: list[str] | None = None
+
+
+class HarnessParams(Section):
+    cases: str = "data/cases/swe/cases.jsonl"
+    resolved: str | None = None
+    """The harness report JSON (a list of resolved ids, or a dict with ``resolved_ids``/``resolved``)."""
+    agent_model: str = "unknown-agent"
+
+
+class ShapParams(Section):
+    source: Literal["simulated", "ambig_swe", "harness"] = "simulated"
+    seed: int = 0
+    folds: int = Field(default=5, ge=2)
+    bootstrap: int = Field(default=1000, ge=10)
+    min_per_class: int = Field(default=10, ge=1)
+    lightgbm: dict[str, Any] = Field(default_factory=dict)
+    """Overrides of the classifier's LightGBM parameters."""
+    simulated: SimulatedRunsParams = SimulatedRunsParams()
+    ambig_swe: AmbigSweParams = AmbigSweParams()
+    harness: HarnessParams = HarnessParams()
+
+
 class ReportParams(Section):
     title: str = "clarifyflow report"
 
@@ -89,6 +129,7 @@ class Params(Section):
     report: ReportParams = ReportParams()
     schedule: ScheduleParams = ScheduleParams()
     roles: RolesParams = RolesParams()
+    shap: ShapParams = ShapParams()
 
 
 def load_params(path: Path | str = "params.yaml") -> Params:

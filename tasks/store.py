@@ -55,11 +55,23 @@ def sha256_tree(path: Path) -> str:
     return digest.hexdigest()
 
 
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def _default_mode() -> int:
+    """What a plain ``open(..., "w")`` would give; mkstemp makes files 0600."""
+    return 0o666 & ~_umask()
+
+
 def atomic_write_bytes(path: Path, data: bytes) -> None:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
+        os.fchmod(fd, _default_mode())
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
             fh.flush()
@@ -94,6 +106,7 @@ def staged_dir(final: Path) -> Iterator[Path]:
     final = Path(final)
     final.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{final.name}.staging-", dir=final.parent))
+    staging.chmod(0o777 & ~_umask())  # as mkdir would; mkdtemp makes it 0700
     try:
         yield staging
     finally:

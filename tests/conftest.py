@@ -55,6 +55,8 @@ def tiny_params(**construct_overrides) -> dict:
     swe.update({"limit": 4, "variants_per_issue": 2, "chunk_size": 2})
     swe.update(construct_overrides)
     params["construct"]["optimization"].update({"limit": 4, "chunk_size": 2})
+    params["shap"].update({"bootstrap": 50})
+    params["shap"]["simulated"].update({"n_variants": 600})
     return params
 
 

@@ -72,11 +72,11 @@ def _quiet_context():
     return ctx
 
 
-def validate(suite_name: str, frame: Any) -> GateReport:
+def validate(suite_name: str, frame: Any, **options: Any) -> GateReport:
     from tasks.validation.suites import build_suite
 
     ctx = _quiet_context()
-    suite = build_suite(suite_name)
+    suite = build_suite(suite_name, **options)
     source = ctx.data_sources.add_pandas(f"{suite_name}_source")
     asset = source.add_dataframe_asset(f"{suite_name}_asset")
     batch_def = asset.add_batch_definition_whole_dataframe(f"{suite_name}_batch")
@@ -107,9 +107,9 @@ def validate(suite_name: str, frame: Any) -> GateReport:
     )
 
 
-def gate(suite_name: str, frame: Any, *, artifact: str, results_dir: Path | None = None) -> GateReport:
-    """Validate and raise on failure; the caller publishes only after this returns."""
-    report = validate(suite_name, frame)
+def gate(suite_name: str, frame: Any, *, artifact: str, results_dir: Path | None = None, **options: Any) -> GateReport:
+    """Validate and raise on failure; the caller publishes only after this returns. ``options`` reach the suite."""
+    report = validate(suite_name, frame, **options)
     if results_dir is not None:
         atomic_write_json(Path(results_dir) / f"{artifact.replace('/', '_')}.json", report.raw)
     if not report.success:

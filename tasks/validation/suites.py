@@ -5,8 +5,18 @@ from __future__ import annotations
 from typing import Any
 
 
-def build_suite(name: str) -> Any:
+def empty_runs() -> Any:
+    from tasks.infovalue.runs import empty_table
+
+    return empty_table()
+
+
+def build_suite(name: str, **options: Any) -> Any:
+    """``options``: ``min_per_class`` for ``shap_runs``."""
     import great_expectations as gx
+
+    from tasks.infovalue import FEATURES
+    from tasks.infovalue.runs import gx_expectation_objects, runs_table_for_gx
 
     E = gx.expectations
     suites = {
@@ -31,12 +41,26 @@ def build_suite(name: str) -> Any:
                                "leak_free", "slot_ids_unique", "required_fields_filled")
             ],
         ],
+        "shap_runs": gx_expectation_objects(
+            runs_table_for_gx(empty_runs(), options.get("min_per_class", 10))[1]
+        ),
+        "shap_weights": [
+            E.ExpectTableRowCountToBeBetween(min_value=len(FEATURES), max_value=len(FEATURES)),
+            E.ExpectColumnValuesToBeInSet(column="category", value_set=list(FEATURES)),
+            E.ExpectColumnValuesToBeBetween(column="weight", min_value=0.0, max_value=1.0),
+            E.ExpectColumnMaxToBeBetween(column="weight", min_value=1.0, max_value=1.0),
+            E.ExpectColumnPairValuesAToBeGreaterThanB(column_A="weight", column_B="ci_low", or_equal=True),
+            E.ExpectColumnPairValuesAToBeGreaterThanB(column_A="ci_high", column_B="weight", or_equal=True),
+        ],
         "report_metrics": [
             E.ExpectTableRowCountToBeBetween(min_value=1),
             E.ExpectColumnValuesToBeUnique(column="key"),
             E.ExpectColumnValuesToNotBeNull(column="value"),
         ],
     }
+    unknown = set(options) - {"min_per_class"}
+    if unknown:
+        raise KeyError(f"unknown suite options: {', '.join(sorted(unknown))}")
     if name not in suites:
         raise KeyError(f"no expectation suite named {name!r} (known: {', '.join(sorted(suites))})")
     return gx.ExpectationSuite(name=name, expectations=suites[name])
