@@ -70,7 +70,7 @@ docs: setup
 	$(PY) -m tasks.validation.docs
 
 bench: setup
-	@status=0; for b in masking llm_client annotator_fidelity slot_hit_fidelity question_classifier or_decompose or_filter_annotate shap_speed shap_ambig; do \
+	@status=0; for b in masking llm_client annotator_fidelity slot_hit_fidelity question_classifier or_decompose or_filter_annotate shap_speed shap_ambig reward_throughput policy_reward; do \
 		echo "== benchmarks/$$b.py"; $(PY) benchmarks/$$b.py || status=1; done; exit $$status
 
 clean: stop

@@ -13,12 +13,7 @@ import sys
 import time
 
 from flows.cli import EXIT_INPUT, run_main
-
-PAPER_WEIGHTS = {
-    "error_info": 1.00, "implementation": 0.60, "version_env": 0.59,
-    "expected_behavior": 0.58, "reproduction": 0.42, "external_refs": 0.23,
-}
-"""CLARITI's normalised impact weights (paper Table 11, via the Agent-Question README), for comparison only."""
+from tasks.rewards.weights import CLARITI_WEIGHTS as PAPER_WEIGHTS  # the paper's weights, for comparison only
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -119,6 +114,10 @@ def shap_stage(params: str = "params.yaml") -> dict:
         "runs": int(len(table)),
         "resolved_rate": round(float(table["resolved"].mean()), 4),
         "cv": {k: v for k, v in fit.metrics.items() if isinstance(v, int | float)},
+        "calibration": {
+            f"bin_{n:02d}": {k: round(float(v), 4) if isinstance(v, float) else v for k, v in row.items()}
+            for n, row in enumerate(fit.calibration)
+        },
         "treeshap_vs_pred_contrib_max_abs_diff": float(max_diff),
         "weights": {c: round(weights["categories"][c]["weight"], 4) for c in FEATURES},
         "spearman_vs_paper": round(float(paper_rho), 4),

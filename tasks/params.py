@@ -9,6 +9,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from tasks.errors import InputError
+from tasks.rewards.config import RewardConfig
 from tasks.roles.config import RolesParams
 from tasks.store import read_text_utf8
 
@@ -111,6 +112,23 @@ class ShapParams(Section):
     harness: HarnessParams = HarnessParams()
 
 
+class SftDataParams(Section):
+    cases: str = "data/cases/swe/cases.jsonl"
+    weights: str = "data/shap/weights.json"
+    """Category weights that order the target questions; CLARITI's published weights when the file is absent."""
+    heldout_fraction: float = Field(default=0.2, ge=0.0, lt=1.0)
+    seed: int = 0
+
+
+class TrainingParams(Section):
+    profile: Literal["cpu", "gpu"] = "cpu"
+    """``cpu``: SmolLM2-135M-Instruct, few short steps; ``gpu``: Qwen3-8B with vLLM generation (needs CUDA)."""
+    overrides: dict[str, Any] = Field(default_factory=dict)
+    """Deep-merged into the profile (e.g. ``{sft: {max_steps: 40}, grpo: {num_generations: 8}}``)."""
+    grpo_prompts: int = Field(default=16, ge=1)
+    """How many training prompts GRPO draws (deterministically) from data/sft/train.jsonl."""
+
+
 class ReportParams(Section):
     title: str = "clarifyflow report"
 
@@ -130,6 +148,15 @@ class Params(Section):
     schedule: ScheduleParams = ScheduleParams()
     roles: RolesParams = RolesParams()
     shap: ShapParams = ShapParams()
+    sft_data: SftDataParams = SftDataParams()
+    reward: RewardConfig = RewardConfig()
+    training: TrainingParams = TrainingParams()
+    """The staged reward. Its judges' backends come from ``roles`` (see ``reward_config``)."""
+
+    def reward_config(self) -> RewardConfig:
+        """``reward`` with the judge roles taken from ``roles`` (one place configures each role)."""
+        judges = {name: self.roles.get(name) for name in ("redundancy_judge", "answerability_judge", "question_classifier")}
+        return self.reward.model_copy(update={"judges": self.reward.judges.model_validate(judges)})
 
 
 def load_params(path: Path | str = "params.yaml") -> Params:

@@ -32,6 +32,8 @@ for key, value in {
     "LITELLM_OFFLINE_MODE": "true",
     "HF_HUB_OFFLINE": "1",
     "HF_DATASETS_OFFLINE": "1",
+    # test projects share this checkout's model caches (the SmolLM2 conversion, embeddings) instead of redoing them
+    "CLARIFYFLOW_CACHE_DIR": str(ROOT / ".cache"),
 }.items():
     os.environ.setdefault(key, value)
 
@@ -56,6 +58,11 @@ def tiny_params(**construct_overrides) -> dict:
     swe.update(construct_overrides)
     params["construct"]["optimization"].update({"limit": 4, "chunk_size": 2})
     params["shap"].update({"bootstrap": 50})
+    params["training"]["overrides"] = {
+        "sft": {"max_steps": 1, "batch_size": 2, "max_length": 256},
+        "grpo": {"max_steps": 1, "batch_size": 2, "num_generations": 2, "max_completion_length": 16},
+    }
+    params["training"]["grpo_prompts"] = 2
     params["shap"]["simulated"].update({"n_variants": 600})
     return params
 

@@ -31,10 +31,13 @@ def test_flow_help_is_fast(project):
 
 def test_pipeline_flow_runs_the_dag_then_dvc_is_a_noop(project, prefect_api):
     order = python(project, "-m", "flows.pipeline", "--list").stdout.split()
-    assert order == ["construct@optimization", "construct@swe", "shap", "report"]
+    assert order == ["construct@optimization", "construct@swe", "shap", "sft_data", "sft", "grpo", "report"]
     proc = python(project, "-m", "flows.pipeline")
     assert "construct@swe: ran" in proc.stdout and "report: ran" in proc.stdout
     assert "construct@optimization: ran" in proc.stdout and "shap: ran" in proc.stdout
+    assert "sft_data: ran" in proc.stdout and "sft: ran" in proc.stdout and "grpo: ran" in proc.stdout
+    assert (project / "data" / "models" / "grpo" / "adapter" / "adapter_config.json").is_file()
+    assert json.loads((project / "data" / "metrics" / "stages" / "grpo.json").read_text())["steps"] == 1
     assert len(list((project / "data" / "cases" / "optimization" / "toml").glob("*.toml"))) == 4
     cases = [json.loads(line) for line in _cases(project)]
     assert len(cases) == 8  # limit 4 issues x 2 variants

@@ -50,6 +50,8 @@ def example(name: str) -> dict:
                        "Rye bread sells for 3 euros.\n\nWe want to maximise weekly profit."},
         "slot_annotator": {"problem_id": "bakery", "unit": UNITS[1], "units": UNITS},
         "rewriter": {"problem_id": "bakery", "units": [UNITS[0], UNITS[2]]},
+        "question_writer": {"incomplete_issue": ISSUE, "hidden_categories": ["Version/Environment Information"],
+                            "repo": "acme/widgetlib"},
     }[name]
 
 

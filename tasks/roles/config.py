@@ -19,6 +19,7 @@ ROLE_NAMES = (
     "decomposer",
     "slot_annotator",
     "rewriter",
+    "question_writer",
 )
 
 
@@ -35,6 +36,7 @@ LOCAL_IMPLEMENTATIONS = {
     "decomposer": "rules (sentences, bullet items, whole markdown tables, cue words) + MiniLM kind prototypes",
     "slot_annotator": "rules and templates over the hidden unit and its kind",
     "rewriter": "visible units joined in order into paragraphs (no gap markers)",
+    "question_writer": "per-category question templates filled with the issue's files, calls, errors and library",
 }
 """What each role's local backend is, in words, for reports."""
 
@@ -74,6 +76,7 @@ class RolesParams(BaseModel):
     decomposer: RoleConfig = RoleConfig()
     slot_annotator: RoleConfig = RoleConfig()
     rewriter: RoleConfig = RoleConfig()
+    question_writer: RoleConfig = RoleConfig()
 
     def get(self, name: str) -> RoleConfig:
         if name not in ROLE_NAMES:

@@ -20,6 +20,7 @@ _WHERE = {
     "decomposer": ("tasks.orclarify.decompose", "SPEC"),
     "slot_annotator": ("tasks.orclarify.annotate", "SPEC"),
     "rewriter": ("tasks.orclarify.brief", "SPEC"),
+    "question_writer": ("tasks.roles.question_writer", "SPEC"),
 }
 assert set(_WHERE) == set(ROLE_NAMES)
 

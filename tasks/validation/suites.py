@@ -52,6 +52,16 @@ def build_suite(name: str, **options: Any) -> Any:
             E.ExpectColumnPairValuesAToBeGreaterThanB(column_A="weight", column_B="ci_low", or_equal=True),
             E.ExpectColumnPairValuesAToBeGreaterThanB(column_A="ci_high", column_B="weight", or_equal=True),
         ],
+        "sft_rows": [
+            E.ExpectTableRowCountToBeBetween(min_value=1),
+            E.ExpectColumnValuesToBeUnique(column="case_id"),
+            E.ExpectColumnValuesToBeInSet(column="split", value_set=["train", "heldout"]),
+            E.ExpectColumnValuesToBeBetween(column="prompt_chars", min_value=1),
+            E.ExpectColumnValuesToBeBetween(column="target_chars", min_value=10),
+            E.ExpectColumnValuesToBeBetween(column="n_questions", min_value=1, max_value=6),
+            E.ExpectColumnValuesToBeInSet(column="questions_match_hidden", value_set=[True]),
+            E.ExpectColumnValuesToBeInSet(column="split_by_instance", value_set=[True]),
+        ],
         "report_metrics": [
             E.ExpectTableRowCountToBeBetween(min_value=1),
             E.ExpectColumnValuesToBeUnique(column="key"),

@@ -1,0 +1,123 @@
+"""sft / grpo: train the questioner with TRL + LoRA on the SFT rows, GRPO with the staged reward.
+
+``--stage sft`` trains a LoRA adapter on ``data/sft/train.jsonl`` -> ``data/models/sft/``; ``--stage grpo`` merges
+that adapter into the base model and trains a new LoRA adapter with GRPO, one reward function per stage (logged
+as ``rewards/<stage>/mean``) and the gated total as the only one that counts -> ``data/models/grpo/``. Metrics go to
+``data/metrics/stages/{sft,grpo}.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+from flows.cli import EXIT_INPUT, run_main
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m flows.train", description=__doc__.splitlines()[0])
+    parser.add_argument("--stage", required=True, choices=["sft", "grpo"])
+    parser.add_argument("--params", default="params.yaml", help="params file (default: params.yaml)")
+    return parser.parse_args(argv)
+
+
+def prepare(stage: str, params: str):
+    """Params, profile and training rows; raises InputError before anything heavy is imported."""
+    from tasks.errors import InputError
+    from tasks.params import load_params
+    from tasks.sftdata import SftRow
+    from tasks.store import read_jsonl, repo_root
+    from tasks.training.profiles import get_profile
+
+    root = repo_root()
+    cfg = load_params(root / params)
+    profile = get_profile(cfg.training.profile, cfg.training.overrides, source=f"{params}: training.overrides")
+    rows_path = root / "data" / "sft" / "train.jsonl"
+    if not rows_path.is_file():
+        raise InputError(rows_path, "file not found (run the sft_data stage first)")
+    rows = read_jsonl(rows_path, SftRow)
+    if stage == "grpo" and not (root / "data" / "models" / "sft" / "adapter").is_dir():
+        raise InputError(root / "data" / "models" / "sft", "no SFT adapter (run the sft stage first)")
+    return root, cfg, profile, rows
+
+
+def _metrics(result, stage: str, profile_name: str, extra: dict) -> dict:
+    data = result.model_dump(mode="json")
+    # paths are machine-specific and seconds change every run: neither belongs in committed metrics
+    keep = {k: v for k, v in data.items()
+            if isinstance(v, int | float | str) and k not in ("seconds", "seconds_per_step") and not k.endswith("_dir")}
+    rewards = {name.replace("/", "_"): value for name, value in (result.final_rewards or {}).items()}
+    return {"backend": f"TRL {stage.upper()} + LoRA, profile {profile_name}", **keep, **extra,
+            **({"final_rewards": rewards} if rewards else {})}
+
+
+def train(stage: str = "sft", params: str = "params.yaml") -> dict:
+    from tasks.store import atomic_write_json
+
+    started = time.monotonic()
+    root, cfg, profile, rows = prepare(stage, params)
+    out_dir = root / "data" / "models" / stage
+    if stage == "sft":
+        from tasks.training.prompts import sft_row
+        from tasks.training.trainers import train_sft
+
+        result = train_sft(profile.model, None, [sft_row(r.incomplete_issue, r.completion[0]["content"]) for r in rows],
+                           profile, out_dir)
+        extra = {"rows": len(rows)}
+    else:
+        result, extra = _grpo(root, cfg, profile, rows, out_dir)
+    atomic_write_json(root / "data" / "metrics" / "stages" / f"{stage}.json", _metrics(result, stage, cfg.training.profile, extra))
+    return {"stage": stage, "steps": result.steps, "seconds": round(time.monotonic() - started, 1), "out": str(out_dir.relative_to(root))}
+
+
+def _grpo(root, cfg, profile, rows, out_dir):
+    import hashlib
+
+    from tasks.rewards import trl_glue
+    from tasks.rewards.staged import StagedReward
+    from tasks.rewards.weights import load_weights
+    from tasks.training.policy import LocalPolicy
+    from tasks.training.prompts import grpo_row
+    from tasks.training.trainers import train_grpo
+
+    chosen = sorted(rows, key=lambda r: hashlib.sha256(f"{profile.seed}:{r.case_id}".encode()).hexdigest())
+    chosen = chosen[: cfg.training.grpo_prompts]
+    # the reward reads the incomplete issue from the prompt's last user message; the full one arrives as a column
+    dataset = [grpo_row(r.incomplete_issue, full_issue=r.full_issue, hints=r.hints, case_id=r.case_id) for r in chosen]
+    from tasks.sftdata import load_weights as weights_source
+
+    weights_path = root / cfg.sft_data.weights
+    weights = load_weights(weights_path if weights_path.is_file() else None)
+    staged = StagedReward(cfg.reward_config(), weights)
+    functions = trl_glue.reward_functions(staged)
+    sft = LocalPolicy.from_adapter(profile.model, root / "data" / "models" / "sft" / "adapter", dtype=profile.dtype,
+                                   device=None, merge=True)  # GRPO continues from the SFT policy, as in CLARITI
+    model, tokenizer = sft.model, sft.tokenizer
+    result = train_grpo(model, tokenizer, dataset, functions, profile, out_dir,
+                        reward_weights=trl_glue.reward_weights(functions))
+    return result, {"prompts": len(dataset), "relevance_weights": weights_source(weights_path)[1]}
+
+
+def describe(summary: dict) -> str:
+    return f"{summary['stage']}: {summary['steps']} steps -> {summary['out']}/ ({summary['seconds']} s)"
+
+
+def build_flow():
+    from prefect import flow
+
+    return flow(name="train", flow_run_name="{stage}", log_prints=True)(train)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    from flows import _env
+
+    _env.configure()
+    if run_main(lambda: prepare(args.stage, args.params)):
+        return EXIT_INPUT
+    return run_main(lambda: print(describe(build_flow()(stage=args.stage, params=args.params))))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,97 @@
+"""The staged reward's settings (thresholds, stage weights, partial credit, judges, diversity cache)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from tasks.roles.config import RoleConfig
+
+StageName = Literal["non_redundancy", "diversity", "answerability", "task_relevance"]
+STAGE_NAMES: tuple[str, ...] = ("non_redundancy", "diversity", "answerability", "task_relevance")
+
+PartialCredit = Literal["public", "paper", "passed"]
+"""How a sample that fails stage k (0-based) is scored; ``w`` = stage weights, ``r`` = stage values.
+
+- ``public`` (the paper's public code, clariti.md §5.4): k = 0 -> 0; otherwise 0.5 · Σ_{i<k} w_i·r_i, where the
+  second stage's term is multiplied by √max(r_0, 0.01) (the code only defines k ≤ 2; k = 3 follows the pattern).
+- ``paper`` (the paper's figure, "Score1 + 0 + 0 + 0"): Σ_{i≤k} w_i·r_i, the stages evaluated so far including
+  the one that failed; later stages count 0.
+- ``passed``: Σ_{i<k} w_i·r_i, only the stages that passed.
+
+All stages passed -> Σ w_i·r_i under every rule; no questions -> 0.
+"""
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class StageValues(_Section):
+    """One number per stage (thresholds or weights)."""
+
+    non_redundancy: float
+    diversity: float
+    answerability: float
+    task_relevance: float
+
+    def get(self, stage: str) -> float:
+        return float(getattr(self, stage))
+
+
+class Thresholds(StageValues):
+    """A stage passes when its value is >= its threshold. CLI defaults of the public code: 0.3 / 0.3 / 0 (its
+    dataclass says 0.5 / 0.5 / 0); it has no threshold for task relevance, so 0 (never fails)."""
+
+    non_redundancy: float = Field(default=0.3, ge=0.0, le=1.0)
+    diversity: float = Field(default=0.3, ge=0.0, le=1.0)
+    answerability: float = Field(default=0.0, ge=0.0, le=1.0)
+    task_relevance: float = Field(default=0.0, ge=0.0, le=1.0)
+
+
+class StageWeights(StageValues):
+    non_redundancy: float = Field(default=0.25, ge=0.0)
+    diversity: float = Field(default=0.25, ge=0.0)
+    answerability: float = Field(default=0.25, ge=0.0)
+    task_relevance: float = Field(default=0.25, ge=0.0)
+
+
+class JudgeRoles(_Section):
+    """Backends of the three judge roles (local by default; e.g. ``backend: llm, model: hosted_vllm/Qwen3-32B``)."""
+
+    redundancy_judge: RoleConfig = RoleConfig()
+    answerability_judge: RoleConfig = RoleConfig()
+    question_classifier: RoleConfig = RoleConfig()
+
+
+class DiversityParams(_Section):
+    similarity_threshold: float = Field(default=0.7, gt=0.0, le=1.0)
+    """A question is similar to another when their MiniLM cosine is >= this."""
+    cache_size: int = Field(default=2, ge=0)
+    """Recent generations (completions) kept across batches to compare against; the public code keeps 2."""
+    within_completion: Literal["any", "earlier"] = "any"
+    """``any``: both members of a near-duplicate pair inside one completion count as similar; ``earlier``: only
+    the later one (the public code's LLM judge counts questions similar to *earlier* ones)."""
+
+
+class RewardConfig(_Section):
+    order: list[StageName] = list(STAGE_NAMES)  # type: ignore[assignment]
+    """Stages in the order they run (and gate)."""
+    thresholds: Thresholds = Thresholds()
+    weights: StageWeights = StageWeights()
+    partial_credit: PartialCredit = "public"
+    evaluate_all: bool = True
+    """True: every stage is evaluated for every sample (so each stage's mean is logged over all samples), gating
+    only decides the total. False: as the public code, a stage runs only for samples that passed the previous
+    ones (fewer judge calls; skipped stages have value None)."""
+    diversity: DiversityParams = DiversityParams()
+    judges: JudgeRoles = JudgeRoles()
+
+    @model_validator(mode="after")
+    def _order(self) -> RewardConfig:
+        if not self.order:
+            raise ValueError("order must name at least one stage")
+        if len(set(self.order)) != len(self.order):
+            raise ValueError(f"order names a stage twice: {self.order}")
+        return self

@@ -1,0 +1,83 @@
+"""The judges the stages ask: one batched call per stage, aligned with the questions; ``None`` = judge failure.
+
+``RoleJudges`` runs the project's roles (local by default, an LLM by ``JudgeRoles``). Tests may pass any object
+with the same four methods.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol
+
+import numpy as np
+
+from tasks.categories import Category
+from tasks.rewards.config import JudgeRoles
+from tasks.rewards.weights import IRRELEVANT
+
+
+class Judges(Protocol):
+    def redundant(self, questions: Sequence[str], texts: Sequence[str]) -> list[bool | None]:
+        """Is each question already answered by its (incomplete) issue text?"""
+
+    def answerable(self, questions: Sequence[str], texts: Sequence[str], hints: Sequence[str]) -> list[bool | None]:
+        """Can each question be answered from its full issue text plus hints?"""
+
+    def classify(self, questions: Sequence[str], texts: Sequence[str]) -> list[str | None]:
+        """Each question's category key (``error_info``, …) or ``irrelevant``."""
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """(n, d) L2-normalised vectors."""
+
+
+class RoleJudges:
+    """The redundancy, answerability and classifier roles through ``run_role``; MiniLM for embeddings."""
+
+    def __init__(self, roles: JudgeRoles | None = None, client=None):
+        self.roles = roles or JudgeRoles()
+        self.client = client
+
+    def _run(self, name: str, inputs: list) -> list:
+        from tasks.roles.base import run_role
+        from tasks.roles.registry import get_spec
+
+        if not inputs:
+            return []
+        return run_role(get_spec(name), inputs, getattr(self.roles, name), client=self.client)
+
+    def redundant(self, questions: Sequence[str], texts: Sequence[str]) -> list[bool | None]:
+        from tasks.roles.swe_judges import RedundancyInput
+
+        outs = self._run("redundancy_judge", [RedundancyInput(text=t, question=q) for q, t in zip(questions, texts)])
+        return [_flag(o) for o in outs]
+
+    def answerable(self, questions: Sequence[str], texts: Sequence[str], hints: Sequence[str]) -> list[bool | None]:
+        from tasks.roles.swe_judges import AnswerabilityInput
+
+        inputs = [AnswerabilityInput(text=t, question=q, hints=h) for q, t, h in zip(questions, texts, hints)]
+        return [_flag(o) for o in self._run("answerability_judge", inputs)]
+
+    def classify(self, questions: Sequence[str], texts: Sequence[str]) -> list[str | None]:
+        from tasks.roles.question_classifier import ClassifierInput
+
+        inputs = [ClassifierInput(question=q, issue_text=t) for q, t in zip(questions, texts)]
+        return [_label(o) for o in self._run("question_classifier", inputs)]
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        from tasks.llm.embeddings import encode
+
+        return encode(list(texts))
+
+
+def _flag(out) -> bool | None:
+    from tasks.roles.base import RoleFailure
+
+    return None if isinstance(out, RoleFailure) else bool(out.answerable)
+
+
+def _label(out) -> str | None:
+    from tasks.roles.base import RoleFailure
+
+    if isinstance(out, RoleFailure):
+        return None
+    return out.label.key if isinstance(out.label, Category) else IRRELEVANT

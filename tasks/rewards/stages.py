@@ -1,0 +1,124 @@
+"""The registry of reward stages. A stage scores the questions of the given samples with one batched judge call
+and returns, per sample index, its value in [0, 1] and how many judge calls failed (those questions count as
+failed for the stage)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from tasks.rewards.staged import StagedReward
+
+
+@dataclass
+class Batch:
+    incomplete: list[str]
+    full: list[str]
+    hints: list[str]
+    questions: list[list[str]]
+    sibling_questions: list[list[str]]
+    """Per sample: the questions of its sibling completions (same prompt), flattened."""
+    vectors: dict[str, np.ndarray] = field(default_factory=dict)
+    """Question text -> embedding, filled by the diversity stage and reused for the generation cache."""
+
+
+@dataclass(frozen=True)
+class StageOutcome:
+    value: float
+    failures: int = 0
+
+
+StageFn = Callable[["StagedReward", Batch, Sequence[int]], dict[int, StageOutcome]]
+STAGES: dict[str, StageFn] = {}
+
+
+def register(name: str) -> Callable[[StageFn], StageFn]:
+    def wrap(fn: StageFn) -> StageFn:
+        STAGES[name] = fn
+        return fn
+
+    return wrap
+
+
+def _flatten(batch: Batch, samples: Sequence[int]) -> tuple[list[int], list[str]]:
+    owners = [i for i in samples for _ in batch.questions[i]]
+    return owners, [q for i in samples for q in batch.questions[i]]
+
+
+def _per_sample(samples: Sequence[int], owners: list[int], scores: list[float | None]) -> dict[int, StageOutcome]:
+    """Mean of the per-question scores of each sample; a ``None`` (judge failure) scores 0 and is counted."""
+    sums = {i: 0.0 for i in samples}
+    counts = {i: 0 for i in samples}
+    fails = {i: 0 for i in samples}
+    for owner, score in zip(owners, scores, strict=True):
+        counts[owner] += 1
+        if score is None:
+            fails[owner] += 1
+        else:
+            sums[owner] += score
+    return {i: StageOutcome(value=sums[i] / counts[i], failures=fails[i]) for i in samples if counts[i]}
+
+
+@register("non_redundancy")
+def non_redundancy(reward: StagedReward, batch: Batch, samples: Sequence[int]) -> dict[int, StageOutcome]:
+    """1 − redundant/total: a question is redundant when the incomplete issue already answers it."""
+    owners, questions = _flatten(batch, samples)
+    flags = reward.judges.redundant(questions, [batch.incomplete[i] for i in owners]) if questions else []
+    return _per_sample(samples, owners, [None if f is None else float(not f) for f in flags])
+
+
+@register("answerability")
+def answerability(reward: StagedReward, batch: Batch, samples: Sequence[int]) -> dict[int, StageOutcome]:
+    """answerable/total against the full issue plus hints."""
+    owners, questions = _flatten(batch, samples)
+    flags = reward.judges.answerable(questions, [batch.full[i] for i in owners], [batch.hints[i] for i in owners]) \
+        if questions else []
+    return _per_sample(samples, owners, [None if f is None else float(f) for f in flags])
+
+
+@register("task_relevance")
+def task_relevance(reward: StagedReward, batch: Batch, samples: Sequence[int]) -> dict[int, StageOutcome]:
+    """Mean category weight of the questions (``irrelevant`` = 0); an unknown label counts as a failure."""
+    owners, questions = _flatten(batch, samples)
+    labels = reward.judges.classify(questions, [batch.incomplete[i] for i in owners]) if questions else []
+    known = reward.relevance.weights
+    scores = [reward.relevance.of(lab) if lab is not None and (lab in known or lab == "irrelevant") else None
+              for lab in labels]
+    return _per_sample(samples, owners, scores)
+
+
+def embed_questions(reward: StagedReward, batch: Batch, texts: Sequence[str]) -> None:
+    missing = list(dict.fromkeys(t for t in texts if t not in batch.vectors))
+    if missing:
+        batch.vectors.update(zip(missing, np.asarray(reward.judges.embed(missing), dtype=np.float32)))
+
+
+def _matrix(batch: Batch, texts: Sequence[str]) -> np.ndarray:
+    return np.stack([batch.vectors[t] for t in texts]) if texts else np.zeros((0, 0), np.float32)
+
+
+@register("diversity")
+def diversity(reward: StagedReward, batch: Batch, samples: Sequence[int]) -> dict[int, StageOutcome]:
+    """1 − similar/total: a question is similar when its cosine with another question of the same completion, of a
+    sibling completion or of a cached recent generation is >= the similarity threshold."""
+    params = reward.cfg.diversity
+    embed_questions(reward, batch, [q for i in samples for q in batch.questions[i] + batch.sibling_questions[i]])
+    cached = reward.cache_matrix()
+    out: dict[int, StageOutcome] = {}
+    for i in samples:
+        if not batch.questions[i]:
+            continue
+        own = _matrix(batch, batch.questions[i])
+        n = len(own)
+        inner = own @ own.T
+        keep = np.tri(n, k=-1, dtype=bool) if params.within_completion == "earlier" else ~np.eye(n, dtype=bool)
+        similar = np.any(np.where(keep, inner, -np.inf) >= params.similarity_threshold, axis=1)
+        for others in (_matrix(batch, batch.sibling_questions[i]), cached):
+            if others.size:
+                similar |= np.max(own @ others.T, axis=1) >= params.similarity_threshold
+        out[i] = StageOutcome(value=1.0 - float(similar.sum()) / n)
+    return out

@@ -1,0 +1,94 @@
+"""Loading a base model and tokenizer for a profile (lazy imports; the 8B model only where CUDA exists)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from tasks.errors import InputError
+
+from .profiles import SMOLLM2, TrainProfile
+
+
+def resolve_model_path(model: str | Path) -> str:
+    """A loadable name or folder: the SmolLM2 sentinel becomes its local conversion (converted on first use)."""
+    if str(model) == SMOLLM2:
+        from tasks.llm.providers.smollm2 import convert
+
+        return str(convert())
+    return str(model)
+
+
+def model_label(model: Any) -> str:
+    """A stable, machine-independent name for model cards."""
+    if isinstance(model, (str, Path)):
+        text = str(model)
+        if text == SMOLLM2 or Path(text).name.startswith(SMOLLM2):
+            return "HuggingFaceTB/SmolLM2-135M-Instruct (embedded GGUF, dequantised to fp32)"
+        return Path(text).name if Path(text).exists() else text
+    name = getattr(getattr(model, "config", None), "_name_or_path", "") or ""
+    if name:
+        return model_label(name)
+    return f"in-memory {type(model).__name__}"
+
+
+def _torch_dtype(name: str):
+    import torch
+
+    return {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}[name]
+
+
+def check_device(profile: TrainProfile) -> None:
+    if not profile.requires_gpu:
+        return
+    import torch
+
+    if not torch.cuda.is_available():
+        raise InputError("profile", f"profile {profile.name!r} ({profile.model}) needs a CUDA device; none found",
+                         field="requires_gpu")
+
+
+def load_tokenizer(source: str | Path):
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(resolve_model_path(source))
+
+
+def prepare_tokenizer(tokenizer: Any) -> Any:
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    if not getattr(tokenizer, "chat_template", None):
+        raise InputError("tokenizer", "the tokenizer has no chat template", field="chat_template")
+    return tokenizer
+
+
+def align_model(model: Any, tokenizer: Any) -> Any:
+    """Make the model's pad/eos ids agree with the tokenizer's, so ``generate`` stops and pads correctly."""
+    model.config.pad_token_id = tokenizer.pad_token_id
+    gen = getattr(model, "generation_config", None)
+    if gen is not None:
+        gen.pad_token_id = tokenizer.pad_token_id
+        if gen.eos_token_id is None:
+            gen.eos_token_id = tokenizer.eos_token_id
+    return model
+
+
+def load_base(model: Any, tokenizer: Any | None, profile: TrainProfile) -> tuple[Any, Any, str]:
+    """``(model, tokenizer, label)`` from a name, a folder or an already built model (used as is, not copied)."""
+    label = model_label(model)
+    if isinstance(model, (str, Path)):
+        check_device(profile)
+        os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+        from transformers import AutoModelForCausalLM
+
+        path = resolve_model_path(model)
+        tokenizer = tokenizer if tokenizer is not None else load_tokenizer(path)
+        model = AutoModelForCausalLM.from_pretrained(path, dtype=_torch_dtype(profile.dtype))
+    elif tokenizer is None:
+        source = getattr(model.config, "_name_or_path", "")
+        if not source:
+            raise InputError("model", "an in-memory model needs its tokenizer passed explicitly", field="tokenizer")
+        tokenizer = load_tokenizer(source)
+    tokenizer = prepare_tokenizer(tokenizer)
+    return align_model(model, tokenizer), tokenizer, label

@@ -1,0 +1,184 @@
+"""Training profiles: every knob of SFT and GRPO in one validated model, with a ``cpu`` and a ``gpu`` preset.
+
+``cpu`` (default) trains LoRA on the embedded SmolLM2-135M-Instruct for a few short steps in fp32 and finishes in
+minutes on two cores. ``gpu`` follows CLARITI's recipe on Qwen3-8B (G = 8, lr 5e-6, KL beta 0.05, temperature 0.9,
+256 new tokens, vLLM generation, bf16) and comes with an accelerate config. Any field can be overridden with
+:func:`get_profile`'s ``overrides`` (a nested dict, deep-merged, then validated again).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from tasks.errors import InputError
+
+SMOLLM2 = "smollm2-135m-instruct"
+"""Sentinel model name: the local safetensors conversion from ``tasks.llm.providers.smollm2.convert()``."""
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class LoraSettings(_Strict):
+    r: int = Field(default=8, ge=1)
+    alpha: int = Field(default=16, ge=1)
+    dropout: float = Field(default=0.05, ge=0.0, lt=1.0)
+    target_modules: list[str] = Field(default_factory=lambda: ["q_proj", "k_proj", "v_proj", "o_proj"], min_length=1)
+
+
+class SFTSettings(_Strict):
+    max_steps: int = Field(default=20, ge=1)
+    batch_size: int = Field(default=4, ge=1)
+    gradient_accumulation_steps: int = Field(default=1, ge=1)
+    learning_rate: float = Field(default=2e-4, gt=0)
+    max_length: int = Field(default=512, ge=8)
+    warmup_steps: int = Field(default=0, ge=0)
+    logging_steps: int = Field(default=1, ge=1)
+
+
+class GRPOSettings(_Strict):
+    max_steps: int = Field(default=6, ge=1)
+    batch_size: int = Field(default=4, ge=1)
+    """Completions per device per step (TRL's ``per_device_train_batch_size``); prompts = batch / G."""
+    gradient_accumulation_steps: int = Field(default=1, ge=1)
+    num_generations: int = Field(default=4, ge=2)
+    max_completion_length: int = Field(default=64, ge=1)
+    max_prompt_tokens: int | None = Field(default=1024, ge=8)
+    """Prompts are cut to this many tokens before training (TRL 1.16 has no ``max_prompt_length``)."""
+    temperature: float = Field(default=0.9, gt=0)
+    top_p: float = Field(default=0.9, gt=0, le=1)
+    learning_rate: float = Field(default=5e-5, gt=0)
+    beta: float = Field(default=0.05, ge=0)
+    """KL coefficient against the base model (the adapter switched off); 0 loads no reference."""
+    loss_type: Literal["grpo", "dr_grpo", "dapo", "bnpo", "cispo", "sapo", "luspo", "vespo"] = "grpo"
+    scale_rewards: Literal["group", "batch", "none"] = "none"
+    """CLARITI's update subtracts the group mean and does not divide by the std: ``none``."""
+    reward_weights: dict[str, float] | None = None
+    """Weight per reward function name; ``None`` weights all 1. Weight 0 = logged but not in the advantage."""
+    use_vllm: bool = False
+    vllm_mode: Literal["colocate", "server"] = "colocate"
+    vllm_gpu_memory_utilization: float = Field(default=0.3, gt=0, le=1)
+    warmup_steps: int = Field(default=0, ge=0)
+    logging_steps: int = Field(default=1, ge=1)
+
+    @model_validator(mode="after")
+    def _divisible(self) -> GRPOSettings:
+        if (self.batch_size * self.gradient_accumulation_steps) % self.num_generations:
+            raise ValueError(
+                f"batch_size x gradient_accumulation_steps ({self.batch_size} x {self.gradient_accumulation_steps}) "
+                f"must be divisible by num_generations ({self.num_generations})"
+            )
+        return self
+
+
+class AccelerateSettings(_Strict):
+    num_processes: int = Field(default=1, ge=1)
+    num_machines: int = Field(default=1, ge=1)
+    gpu_ids: str = "all"
+    mixed_precision: Literal["no", "fp16", "bf16"] = "bf16"
+
+
+class TrainProfile(_Strict):
+    name: str
+    model: str = SMOLLM2
+    """A hub name or a local folder; ``smollm2-135m-instruct`` means the embedded SmolLM2 conversion."""
+    requires_gpu: bool = False
+    """Refuse to load the model without CUDA (an 8B model on two CPU cores is never intended)."""
+    dtype: Literal["float32", "bfloat16", "float16"] = "float32"
+    use_cpu: bool = True
+    bf16: bool = False
+    gradient_checkpointing: bool = False
+    seed: int = 0
+    chat_template_kwargs: dict[str, Any] = Field(default_factory=dict)
+    """Passed to ``apply_chat_template`` (Qwen3: ``enable_thinking: false``)."""
+    lora: LoraSettings = Field(default_factory=LoraSettings)
+    sft: SFTSettings = Field(default_factory=SFTSettings)
+    grpo: GRPOSettings = Field(default_factory=GRPOSettings)
+    accelerate: AccelerateSettings | None = None
+
+    @model_validator(mode="after")
+    def _consistent(self) -> TrainProfile:
+        if self.use_cpu and (self.bf16 or self.grpo.use_vllm):
+            raise ValueError("use_cpu=True excludes bf16 and use_vllm (set bf16=False explicitly on CPU)")
+        if self.bf16 and self.dtype == "float16":
+            raise ValueError("bf16=True needs dtype bfloat16 or float32, not float16")
+        return self
+
+
+PROFILES: dict[str, dict[str, Any]] = {
+    "cpu": {"name": "cpu"},
+    "gpu": {
+        "name": "gpu",
+        "model": "Qwen/Qwen3-8B",
+        "requires_gpu": True,
+        "dtype": "bfloat16",
+        "use_cpu": False,
+        "bf16": True,
+        "gradient_checkpointing": True,
+        "chat_template_kwargs": {"enable_thinking": False},
+        "lora": {"r": 16, "alpha": 32, "target_modules": ["q_proj", "k_proj", "v_proj", "o_proj"]},
+        "sft": {"max_steps": 500, "batch_size": 4, "gradient_accumulation_steps": 4, "learning_rate": 1e-4,
+                "max_length": 2048, "warmup_steps": 10, "logging_steps": 5},
+        "grpo": {"max_steps": 500, "batch_size": 8, "gradient_accumulation_steps": 4, "num_generations": 8,
+                 "max_completion_length": 256, "max_prompt_tokens": 1024, "temperature": 0.9, "top_p": 0.9,
+                 "learning_rate": 5e-6, "beta": 0.05, "use_vllm": True, "vllm_mode": "colocate",
+                 "warmup_steps": 5, "logging_steps": 1},
+        "accelerate": {"num_processes": 1, "mixed_precision": "bf16"},
+    },
+}
+
+
+def _deep_merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
+    merged = dict(base)
+    for key, value in override.items():
+        if isinstance(value, dict) and isinstance(merged.get(key), dict) and key not in ("reward_weights",):
+            merged[key] = _deep_merge(merged[key], value)
+        else:
+            merged[key] = value
+    return merged
+
+
+def get_profile(name: str = "cpu", overrides: dict[str, Any] | None = None, *, source: str = "profile") -> TrainProfile:
+    """The named profile with ``overrides`` deep-merged in; ``source`` names the file in error messages."""
+    if name not in PROFILES:
+        raise InputError(source, f"unknown training profile {name!r} (known: {', '.join(PROFILES)})", field="profile")
+    data = _deep_merge(TrainProfile(**PROFILES[name]).model_dump(), overrides or {})
+    try:
+        return TrainProfile.model_validate(data)
+    except ValidationError as err:
+        first = err.errors()[0]
+        field = ".".join(str(p) for p in first["loc"]) or None
+        raise InputError(source, first["msg"], field=field) from None
+
+
+def accelerate_config(profile: TrainProfile) -> dict[str, Any]:
+    """The ``accelerate launch --config_file`` contents for a profile (single machine, DDP when >1 process)."""
+    acc = profile.accelerate or AccelerateSettings(mixed_precision="bf16" if profile.bf16 else "no")
+    multi = acc.num_processes * acc.num_machines > 1
+    return {
+        "compute_environment": "LOCAL_MACHINE",
+        "debug": False,
+        "distributed_type": "MULTI_GPU" if multi else "NO",
+        "downcast_bf16": "no",
+        "enable_cpu_affinity": False,
+        "gpu_ids": acc.gpu_ids,
+        "machine_rank": 0,
+        "main_training_function": "main",
+        "mixed_precision": acc.mixed_precision,
+        "num_machines": acc.num_machines,
+        "num_processes": acc.num_processes,
+        "rdzv_backend": "static",
+        "same_network": True,
+        "tpu_env": [],
+        "tpu_use_cluster": False,
+        "tpu_use_sudo": False,
+        "use_cpu": profile.use_cpu,
+    }
+
+
+def accelerate_config_text(profile: TrainProfile) -> str:
+    return yaml.safe_dump(accelerate_config(profile), sort_keys=True)
