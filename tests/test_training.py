@@ -124,7 +124,7 @@ def test_profiles_validate_and_override():
     cpu = get_profile()
     assert cpu.name == "cpu" and cpu.use_cpu and not cpu.bf16 and cpu.dtype == "float32"
     assert cpu.lora.r == 8 and cpu.lora.target_modules == ["q_proj", "k_proj", "v_proj", "o_proj"]
-    assert (cpu.sft.max_steps, cpu.sft.batch_size, cpu.sft.max_length) == (20, 4, 512)
+    assert (cpu.sft.max_steps, cpu.sft.batch_size, cpu.sft.max_length, cpu.sft.learning_rate) == (20, 4, 384, 1e-3)
     assert (cpu.grpo.num_generations, cpu.grpo.max_completion_length, cpu.grpo.temperature) == (4, 64, 0.9)
     gpu = get_profile("gpu")
     assert gpu.model == "Qwen/Qwen3-8B" and gpu.requires_gpu and gpu.bf16 and gpu.grpo.use_vllm
