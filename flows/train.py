@@ -96,6 +96,11 @@ def _grpo(root, cfg, profile, rows, out_dir):
     model, tokenizer = sft.model, sft.tokenizer
     result = train_grpo(model, tokenizer, dataset, functions, profile, out_dir,
                         reward_weights=trl_glue.reward_weights(functions))
+    from tasks.store import atomic_write_json
+    from tasks.training.policy import STACK_FILE
+
+    # the GRPO adapter sits on the merged SFT policy: LocalPolicy.from_adapter merges SFT first when it reads this
+    atomic_write_json(out_dir / STACK_FILE, {"adapters": ["../sft/adapter"]})
     return result, {"prompts": len(dataset), "relevance_weights": weights_source(weights_path)[1]}
 
 

@@ -280,3 +280,22 @@ def test_smollm2_grpo_two_steps_timed(tmp_path):
     assert adapter_base(result.adapter_dir) == "smollm2-135m-instruct"
     policy = LocalPolicy.from_adapter(None, result.adapter_dir, max_new_tokens=32)
     assert isinstance(policy.ask(ISSUES[0]), str)
+
+
+def test_stacked_adapters_are_listed_relative_to_the_adapter(tmp_path):
+    import json
+
+    import pytest
+
+    from tasks.errors import InputError
+    from tasks.training.policy import STACK_FILE, stacked_on
+
+    (tmp_path / "sft" / "adapter").mkdir(parents=True)
+    (tmp_path / "sft" / "adapter" / "adapter_config.json").write_text("{}")
+    (tmp_path / "grpo" / "adapter").mkdir(parents=True)
+    assert stacked_on(tmp_path / "grpo" / "adapter") == []
+    (tmp_path / "grpo" / STACK_FILE).write_text(json.dumps({"adapters": ["../sft/adapter"]}))
+    assert stacked_on(tmp_path / "grpo" / "adapter") == [(tmp_path / "sft" / "adapter").resolve()]
+    (tmp_path / "grpo" / STACK_FILE).write_text(json.dumps({"adapters": ["../missing/adapter"]}))
+    with pytest.raises(InputError, match="stacked adapter not found"):
+        stacked_on(tmp_path / "grpo" / "adapter")

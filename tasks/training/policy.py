@@ -45,6 +45,24 @@ def _has_tokenizer(folder: Path) -> bool:
     return (folder / "tokenizer.json").is_file() or (folder / "tokenizer_config.json").is_file()
 
 
+STACK_FILE = "stacked_on.json"
+"""Written next to an adapter trained on top of other merged adapters: their folders, relative, in order."""
+
+
+def stacked_on(adapter_dir: Path) -> list[Path]:
+    """The adapters to merge into the base before ``adapter_dir`` (from ``../stacked_on.json``; none if absent)."""
+    record = Path(adapter_dir).parent / STACK_FILE
+    if not record.is_file():
+        return []
+    import json
+
+    folders = [(record.parent / rel).resolve() for rel in json.loads(record.read_text())["adapters"]]
+    missing = [f for f in folders if not (f / "adapter_config.json").is_file()]
+    if missing:
+        raise InputError(record, f"stacked adapter not found: {missing[0].name}", field="adapters")
+    return folders
+
+
 def adapter_base(adapter_dir: Path) -> str:
     """The base recorded in an adapter written by :mod:`tasks.training.trainers`."""
     config = Path(adapter_dir) / "adapter_config.json"
@@ -107,6 +125,8 @@ class LocalPolicy:
 
             if not (adapter / "adapter_config.json").is_file():
                 raise InputError(adapter, "not a LoRA adapter folder (adapter_config.json missing)")
+            for earlier in stacked_on(adapter):  # e.g. GRPO trained on top of the merged SFT adapter
+                model = PeftModel.from_pretrained(model, str(earlier)).merge_and_unload()
             model = PeftModel.from_pretrained(model, str(adapter))
             model = model.merge_and_unload() if merge else model
             name = f"{name} + {adapter.parent.name or adapter.name}"
