@@ -30,7 +30,7 @@ BENCHMARK = "OR-Clarify"
 CONSTRUCTION_BACKEND = "rules: eligibility filter + seeded unit choice (roles named under roles.*)"
 FORMAT_TABLES = ("simulator", "solver_verification")
 SIMULATOR = {
-    "business_role": "business stakeholder providing the original optimization problem",
+    "business_role": "the manager who owns this planning problem and knows its business facts",
     "knowledge_boundary": (
         "Knows every hidden-slot answer when asked, answers only the current question, and never invents facts "
         "beyond the problem units."
