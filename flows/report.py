@@ -1,4 +1,4 @@
-"""report: gather every stage's metrics into data/report/ (report.md, metrics.json, figures)."""
+"""report: every stage's outputs in one report under data/report/ (report.md, report.html, metrics.json, figures)."""
 
 from __future__ import annotations
 
@@ -18,27 +18,32 @@ def report(params: str = "params.yaml") -> dict:
     import pandas as pd
 
     from tasks.params import load_params
-    from tasks.reports import flatten, load_stage_metrics, write_report
+    from tasks.reporting import ReportInputs, flatten, write_report
     from tasks.roles.config import describe_roles
     from tasks.store import atomic_write_json, publish_dir, repo_root, staged_dir
     from tasks.validation import gate
 
     root = repo_root()
     cfg = load_params(root / params)
-    metrics = load_stage_metrics(root / "data" / "metrics" / "stages")
+    inputs = ReportInputs.load(root, describe_roles(cfg.roles), cfg.domains)
+    rows = flatten(inputs.metrics)
     out_dir = root / "data" / "report"
     with staged_dir(out_dir) as staging:
-        rows = write_report(cfg.report.title, metrics, staging, describe_roles(cfg.roles))
+        page = write_report(cfg.report.title, inputs, staging)
         gate("report_metrics", pd.DataFrame(rows or flatten({})), artifact="data/report",
              results_dir=root / ".cache" / "gx" / "results")
         publish_dir(staging, out_dir)
-    summary = {"stages": len(metrics), "metrics": len(rows)}
+    not_run = sorted(s.stage or s.key for s in page.walk() if s.missing)
+    summary = {"stages": len(inputs.metrics), "metrics": len(rows), "figures": len(page.figures()),
+               "sections_not_run": len(not_run)}
     atomic_write_json(root / "data" / "metrics" / "report.json", summary)
-    return summary
+    return {**summary, "not_run": not_run}
 
 
 def describe(summary: dict) -> str:
-    return f"report: {summary['metrics']} metrics from {summary['stages']} stage(s) -> data/report/report.md"
+    missing = f"; not run yet: {', '.join(summary['not_run'])}" if summary.get("not_run") else ""
+    return (f"report: {summary['metrics']} metrics from {summary['stages']} stage(s), {summary['figures']} figure(s)"
+            f"{missing} -> data/report/report.md, report.html")
 
 
 def build_flow():

@@ -1,6 +1,8 @@
 """sft_data: SFT rows (incomplete issue -> numbered questions for what it hides) from the SWE cases.
 
-Writes ``data/sft/{train,heldout}.jsonl`` and ``data/metrics/stages/sft_data.json`` after a GX gate.
+Writes ``data/sft/{train,heldout}.jsonl`` and ``data/metrics/stages/sft_data.json`` after a GX gate. With
+``sft_data.targets: published`` the workbook's published questions are the target wherever they pass the staged
+reward (GRPO's reward settings and weights), the question writer's elsewhere; the metrics count both.
 """
 
 from __future__ import annotations
@@ -32,20 +34,45 @@ def load_inputs(params: str):
         raise InputError(path, "file not found (run construct@swe first, or set sft_data.cases)")
     cases = read_jsonl(path, Case)
     weights, weights_source = load_weights(root / cfg.sft_data.weights)
-    return root, cfg, cases, weights, weights_source
+    published = None
+    if cfg.sft_data.targets == "published":
+        from tasks.sftdata import load_published
+
+        opts = cfg.sft_data.published
+        published = load_published(root / opts.workbook, opts.column)
+    return root, cfg, cases, weights, weights_source, published
+
+
+def published_choices(cfg, cases, weights, published):
+    """Which cases get their published list as target (GRPO's reward config and weights, local judges by default)."""
+    from tasks.rewards.staged import StagedReward
+    from tasks.sftdata import choose_published
+
+    staged = StagedReward(cfg.reward_config(), weights)
+    opts = cfg.sft_data.published
+    return choose_published(cases, published, weights, staged, min_reward=opts.min_reward,
+                            max_questions=opts.max_questions)
 
 
 def sft_data(params: str = "params.yaml") -> dict:
     from collections import Counter
 
-    from tasks.sftdata import build_rows, validation_frame
-    from tasks.store import atomic_write_json, atomic_write_text, jsonl_text, publish_dir, staged_dir
+    from tasks.sftdata import build_rows, published_metrics, validation_frame
+    from tasks.store import (
+        atomic_write_json,
+        atomic_write_text,
+        jsonl_text,
+        publish_dir,
+        staged_dir,
+    )
     from tasks.validation import gate
 
     started = time.monotonic()
-    root, cfg, cases, weights, weights_source = load_inputs(params)
+    root, cfg, cases, weights, weights_source, published = load_inputs(params)
+    choices = published_choices(cfg, cases, weights, published) if published is not None else None
     rows, failed = build_rows(cases, weights, cfg.roles.question_writer,
-                              heldout_fraction=cfg.sft_data.heldout_fraction, seed=cfg.sft_data.seed)
+                              heldout_fraction=cfg.sft_data.heldout_fraction, seed=cfg.sft_data.seed,
+                              published=choices)
     out_dir = root / "data" / "sft"
     with staged_dir(out_dir) as staging:
         for split in ("train", "heldout"):
@@ -65,13 +92,29 @@ def sft_data(params: str = "params.yaml") -> dict:
         "mean_questions": round(sum(r.n_questions for r in rows) / len(rows), 3) if rows else 0.0,
         "weights_source": weights_source,
     }
+    if choices is not None:
+        opts = cfg.sft_data.published
+        roles = describe_roles(cfg.roles)
+        judges = ", ".join(f"{n} {roles[n].get('model') or roles[n]['backend']}" for n in ("redundancy_judge", "answerability_judge",
+                                                                    "question_classifier"))
+        metrics["published_targets"] = {
+            "source": f"{opts.workbook}: {opts.column}", "min_reward": opts.min_reward,
+            "reward_backend": f"staged reward ({judges})",
+            "rows_published": sum(r.target_source == "published" for r in rows),
+            **published_metrics(choices, len(cases)),
+        }
     atomic_write_json(root / "data" / "metrics" / "stages" / "sft_data.json", metrics)
     return {**metrics, "seconds": round(time.monotonic() - started, 2)}
 
 
 def describe(summary: dict) -> str:
-    return (f"sft_data: {summary['rows']} rows ({summary['train']} train, {summary['heldout']} held out; weights: "
+    text = (f"sft_data: {summary['rows']} rows ({summary['train']} train, {summary['heldout']} held out; weights: "
             f"{summary['weights_source']}) -> data/sft/ ({summary['seconds']} s)")
+    if pub := summary.get("published_targets"):
+        text += (f"; published targets: {pub['kept']} kept, {pub['rejected_reward']} below min_reward, "
+                 f"{pub['rejected_no_hidden_question']} without a hidden-category question, "
+                 f"{pub['cases_without_published']} cases without a published list")
+    return text
 
 
 def build_flow():

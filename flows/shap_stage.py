@@ -2,8 +2,9 @@
 
 Builds the runs table (params ``shap.source``), fits a LightGBM success classifier with stratified CV, explains it
 with TreeSHAP (cross-checked against LightGBM's ``pred_contrib``) and exact Shapley values over the category
-features, and writes ``data/shap/`` (weights.json, per-row SHAP values, PNG plots), ``data/plots/shap/`` (plot data for
-``dvc plots``) and ``data/metrics/stages/shap.json``. Everything is validated before it is published.
+features, and writes ``data/shap/`` (weights.json, per-row SHAP values, PNG plots, and the fitted classifier as
+model.txt + model.json for evaluate@swe's surrogate), ``data/plots/shap/`` (plot data for ``dvc plots``) and
+``data/metrics/stages/shap.json``. Everything is validated before it is published.
 """
 
 from __future__ import annotations
@@ -60,6 +61,7 @@ def build_runs(cfg, root):
 def shap_stage(params: str = "params.yaml") -> dict:
     import pandas as pd
 
+    from tasks.evaluation.swe_surrogate import save_surrogate
     from tasks.infovalue import FEATURES, explain, model, plots, runs
     from tasks.params import load_params
     from tasks.store import atomic_write_json, atomic_write_text, publish_dir, repo_root, staged_dir
@@ -100,6 +102,8 @@ def shap_stage(params: str = "params.yaml") -> dict:
         atomic_write_text(staging / "shap_values.csv", per_row.to_csv(index=False, float_format="%.6g"))
         atomic_write_text(staging / "runs.csv", table.to_csv(index=False))
         atomic_write_json(staging / "calibration.json", fit.calibration)
+        # the fitted classifier itself, for evaluate@swe's predicted-resolution surrogate (model.txt + model.json)
+        save_surrogate(fit, table, staging, source=label)
         plot_data = plots.write_plots(staging / "plots", table, values, names, weights, paper=PAPER_WEIGHTS,
                                       title_note=label)
         gate("shap_weights", pd.DataFrame(weight_rows), artifact="data/shap", results_dir=results_dir)

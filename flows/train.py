@@ -4,6 +4,11 @@
 that adapter into the base model and trains a new LoRA adapter with GRPO, one reward function per stage (logged
 as ``rewards/<stage>/mean``) and the gated total as the only one that counts -> ``data/models/grpo/``. Metrics go to
 ``data/metrics/stages/{sft,grpo}.json``.
+
+``--launch`` runs the stage through ``accelerate launch`` with the profile's accelerate config (written to
+``.cache/accelerate/<stage>.yaml``) when the profile has accelerate settings (``gpu``), else in-process as without
+it; ``--dry-run`` prints that config and the exact command instead of running. A profile that needs a GPU is
+refused on a machine without CUDA (exit 2) before anything heavy is imported.
 """
 
 from __future__ import annotations
@@ -19,20 +24,62 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m flows.train", description=__doc__.splitlines()[0])
     parser.add_argument("--stage", required=True, choices=["sft", "grpo"])
     parser.add_argument("--params", default="params.yaml", help="params file (default: params.yaml)")
-    return parser.parse_args(argv)
+    parser.add_argument("--launch", action="store_true",
+                        help="run through `accelerate launch` when the profile has accelerate settings")
+    parser.add_argument("--dry-run", action="store_true", help="with --launch: print the config and command only")
+    args = parser.parse_args(argv)
+    if args.dry_run and not args.launch:
+        parser.error("--dry-run needs --launch")
+    return args
 
 
-def prepare(stage: str, params: str):
-    """Params, profile and training rows; raises InputError before anything heavy is imported."""
-    from tasks.errors import InputError
+def launch_plan(stage: str, params: str):
+    """How ``--launch`` runs the stage (profile from the params); raises InputError on bad params."""
     from tasks.params import load_params
-    from tasks.sftdata import SftRow
-    from tasks.store import read_jsonl, repo_root
+    from tasks.store import repo_root
+    from tasks.training.launch import plan
     from tasks.training.profiles import get_profile
 
     root = repo_root()
     cfg = load_params(root / params)
     profile = get_profile(cfg.training.profile, cfg.training.overrides, source=f"{params}: training.overrides")
+    return plan(stage, params, profile, root)
+
+
+def launch(stage: str, params: str, dry_run: bool) -> int | None:
+    """The exit code of a launched (or dry) run; None when the profile trains in-process."""
+    from tasks.training.launch import run
+
+    holder: dict = {}
+
+    def checked() -> None:
+        holder["plan"] = launch_plan(stage, params)
+        if holder["plan"].launched and not dry_run:
+            prepare(stage, params)  # the device and the inputs, checked before accelerate starts anything
+
+    if code := run_main(checked):
+        return code
+    chosen = holder["plan"]
+    if dry_run:
+        print(chosen.describe(), end="")
+        return 0
+    return run(chosen) if chosen.launched else None
+
+
+def prepare(stage: str, params: str):
+    """Params, profile and training rows; raises InputError before anything heavy is imported (a profile that
+    needs a GPU is refused here on a machine without CUDA, without importing torch where no driver is present)."""
+    from tasks.errors import InputError
+    from tasks.params import load_params
+    from tasks.sftdata import SftRow
+    from tasks.store import read_jsonl, repo_root
+    from tasks.training.models import check_device
+    from tasks.training.profiles import get_profile
+
+    root = repo_root()
+    cfg = load_params(root / params)
+    profile = get_profile(cfg.training.profile, cfg.training.overrides, source=f"{params}: training.overrides")
+    check_device(profile)
     rows_path = root / "data" / "sft" / "train.jsonl"
     if not rows_path.is_file():
         raise InputError(rows_path, "file not found (run the sft_data stage first)")
@@ -67,7 +114,11 @@ def train(stage: str = "sft", params: str = "params.yaml") -> dict:
         extra = {"rows": len(rows)}
     else:
         result, extra = _grpo(root, cfg, profile, rows, out_dir)
-    atomic_write_json(root / "data" / "metrics" / "stages" / f"{stage}.json", _metrics(result, stage, cfg.training.profile, extra))
+    from tasks.training.launch import is_main_process
+
+    if is_main_process():
+        atomic_write_json(root / "data" / "metrics" / "stages" / f"{stage}.json",
+                          _metrics(result, stage, cfg.training.profile, extra))
     return {"stage": stage, "steps": result.steps, "seconds": round(time.monotonic() - started, 1), "out": str(out_dir.relative_to(root))}
 
 
@@ -97,10 +148,12 @@ def _grpo(root, cfg, profile, rows, out_dir):
     result = train_grpo(model, tokenizer, dataset, functions, profile, out_dir,
                         reward_weights=trl_glue.reward_weights(functions))
     from tasks.store import atomic_write_json
+    from tasks.training.launch import is_main_process
     from tasks.training.policy import STACK_FILE
 
-    # the GRPO adapter sits on the merged SFT policy: LocalPolicy.from_adapter merges SFT first when it reads this
-    atomic_write_json(out_dir / STACK_FILE, {"adapters": ["../sft/adapter"]})
+    if is_main_process():
+        # the GRPO adapter sits on the merged SFT policy: LocalPolicy.from_adapter merges SFT first when it reads this
+        atomic_write_json(out_dir / STACK_FILE, {"adapters": ["../sft/adapter"]})
     return result, {"prompts": len(dataset), "relevance_weights": weights_source(weights_path)[1]}
 
 
@@ -116,11 +169,18 @@ def build_flow():
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    if args.launch:
+        code = launch(args.stage, args.params, args.dry_run)
+        if code is not None:
+            return code
     from flows import _env
+    from tasks.training.launch import is_main_process
 
     _env.configure()
     if run_main(lambda: prepare(args.stage, args.params)):
         return EXIT_INPUT
+    if not is_main_process():  # the other ranks of a multi-process launch train without a Prefect flow of their own
+        return run_main(lambda: train(stage=args.stage, params=args.params))
     return run_main(lambda: print(describe(build_flow()(stage=args.stage, params=args.params))))
 
 

@@ -112,12 +112,28 @@ class ShapParams(Section):
     harness: HarnessParams = HarnessParams()
 
 
+class PublishedTargetsParams(Section):
+    """Published question lists as SFT targets (``sft_data.targets: published``)."""
+
+    workbook: str = "../shared/data/clariti/data.xlsx"
+    column: str = "clarification_questions_gpt5_3"
+    """The workbook column with one numbered question list per issue (GPT-5's questions for rewrite 3)."""
+    min_reward: float = Field(default=0.5, ge=0.0, le=1.0)
+    """A published list (cut to the questions the classifier puts in the case's hidden categories) is the target
+    when its staged reward, with GRPO's reward settings, is at least this; otherwise the question writer's."""
+    max_questions: int = Field(default=6, ge=1, le=6)
+
+
 class SftDataParams(Section):
     cases: str = "data/cases/swe/cases.jsonl"
     weights: str = "data/shap/weights.json"
     """Category weights that order the target questions; CLARITI's published weights when the file is absent."""
     heldout_fraction: float = Field(default=0.2, ge=0.0, lt=1.0)
     seed: int = 0
+    targets: Literal["writer", "published"] = "writer"
+    """``writer``: the question_writer role's questions; ``published``: the workbook's questions where they pass
+    the staged reward (matched by instance id), the writer's elsewhere."""
+    published: PublishedTargetsParams = PublishedTargetsParams()
 
 
 class TrainingParams(Section):
@@ -151,6 +167,8 @@ class Params(Section):
     sft_data: SftDataParams = SftDataParams()
     reward: RewardConfig = RewardConfig()
     training: TrainingParams = TrainingParams()
+    evaluate: dict[str, dict[str, Any]] = {}
+    """Per domain; validated by the evaluate flow (``tasks.evaluation.runs.EvalSettings``)."""
     """The staged reward. Its judges' backends come from ``roles`` (see ``reward_config``)."""
 
     def reward_config(self) -> RewardConfig:

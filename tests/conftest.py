@@ -64,6 +64,17 @@ def tiny_params(**construct_overrides) -> dict:
     }
     params["training"]["grpo_prompts"] = 2
     params["shap"]["simulated"].update({"n_variants": 600})
+    params["evaluate"]["optimization"].update({
+        "limit": 2, "repeats": 1, "max_turns": 6, "bootstrap": 200, "concurrency": 2,
+        "methods": [{"name": "freeqa", "protocols": ["open"]}, {"name": "mc_d", "protocols": ["mc_d"]},
+                    {"name": "interopt", "protocols": ["open", "mc_d"]}],
+    })
+    params["evaluate"]["swe"].update({
+        "limit": 3, "bootstrap": 200,
+        "methods": [{"name": "no_questions"}, {"name": "oracle_template"}, {"name": "ask_everything"},
+                    {"name": "grpo_policy", "method": "policy",
+                     "options": {"adapter": "data/models/grpo/adapter", "max_new_tokens": 24}}],
+    })
     return params
 
 

@@ -31,6 +31,63 @@ UNITS = [
 ]
 
 
+IO_BRIEF = "We bake rye and sourdough bread and want a weekly baking plan."
+IO_TURNS = [{"turn": 1, "speaker": "agent", "content": "Question: What should the plan optimise?\nOptions:\nA. Maximise "
+                                                       "margin\nB. Minimise flour use\nC. Bake the most loaves"},
+            {"turn": 1, "speaker": "user", "content": "Business user selected option A."}]
+IO_ROW = {"gap_id": "G002", "category": "constraint_set", "description": "Limits or rules on rye are not stated.",
+          "evidence_quote": "We bake rye and sourdough bread", "status": "OPEN", "created_turn": 1, "updated_turn": 1}
+IO_RYE_Q = {"question_id": "Q1", "question": "Is there a minimum number of rye loaves per day?",
+            "frontier_gap_id": "G002",
+            "options": {"A": "Yes, a fixed daily minimum", "B": "No minimum", "C": "Only on weekdays"}}
+INTEROPT_EXAMPLES = {
+    "or_gap_search": {"brief": IO_BRIEF, "transcript": IO_TURNS, "ledger": [IO_ROW]},
+    "or_candidate_agent": {"brief": IO_BRIEF, "transcript": IO_TURNS, "open_gaps": [IO_ROW]},
+    "or_question_selector": {"transcript": IO_TURNS, "candidates": [IO_RYE_Q], "eligible_frontier": [
+        {"gap_id": "G002", "category": "constraint_set", "description": "Limits or rules on rye are not stated."}]},
+    "or_direct_question": {"brief": IO_BRIEF, "transcript": IO_TURNS, "ledger": [IO_ROW]},
+    "or_gap_alignment": {"gap_category": "constraint_set", "gap_description": "Limits or rules on rye are not stated.",
+                         "question": IO_RYE_Q["question"], "options": IO_RYE_Q["options"],
+                         "reply": "Business user selected option A."},
+    "or_open_gap_search": {"brief": IO_BRIEF, "transcript": [
+        {"turn": 1, "speaker": "agent", "content": "QUESTION: What should the plan optimise?"},
+        {"turn": 1, "speaker": "user", "content": "Business user response: The largest weekly margin."}]},
+    "or_open_candidate_agent": {"brief": IO_BRIEF, "transcript": [], "guidance": {
+        "search_summary": "The goal is open.", "ready_to_model": False, "gaps": [
+            {"gap_id": "objective", "category": "objective", "description": "The goal is not stated.",
+             "direct_question": "What should the weekly plan optimise?", "source_status": "not stated",
+             "why_material": "Without a goal there is nothing to optimise."}]}},
+}
+BAKERY_BRIEF = "We run a bakery that makes rye and wheat loaves and need a weekly baking plan."
+EVAL_EXAMPLES = {
+    **INTEROPT_EXAMPLES,
+    "or_generic_agent": {"brief": BAKERY_BRIEF, "turn": 2, "max_turns": 20, "transcript": [
+        {"turn": 1, "speaker": "agent", "content": "QUESTION: What should the weekly plan optimise?",
+         "structured": {"action": "question"}},
+        {"turn": 1, "speaker": "user", "content": "Business user response: The highest weekly profit."}]},
+    "or_choice_agent": {"brief": BAKERY_BRIEF, "protocol": "mc_d", "turn": 1, "max_turns": 20,
+                        "private_feedback": ["Ask whether shop orders must be met in full."]},
+    "or_ready_gate": {"brief": BAKERY_BRIEF, "summary": "Maximise weekly profit over the two breads."},
+    "or_orpilot_agent": {"brief": BAKERY_BRIEF, "turn": 1, "max_turns": 20},
+    "or_session_judge": {
+        "case_id": "bakery", "protocol": "open", "brief": "We run a bakery that makes rye and wheat loaves.",
+        "max_turns": 20, "ready": True, "ready_summary": "Maximise weekly profit; each oven batch holds 40 loaves.",
+        "transcript": [
+            {"turn": 1, "speaker": "agent", "content": "QUESTION: What should the weekly plan optimise?"},
+            {"turn": 1, "speaker": "user", "content": "Business user response: We want the largest weekly profit."},
+            {"turn": 2, "speaker": "agent", "content": "READY_TO_MODEL\nMaximise weekly profit; each oven batch holds "
+                                                       "40 loaves."}],
+        "slots": [
+            {"slot_id": "H1", "name": "weekly_objective", "severity": "P0", "hit": "yes", "evidence_location": "turn 1",
+             "unit_content": "We want to maximise the weekly profit from bread sales.",
+             "simulator_answer": "We want the largest weekly profit."},
+            {"slot_id": "H2", "name": "oven_capacity", "severity": "P1", "hit": "no",
+             "unit_content": "Each oven batch holds at most 40 loaves, and we can bake 12 batches per week.",
+             "simulator_answer": "One batch holds at most 40 loaves and we can run 12 batches a week.",
+             "failure_modes": ["Assuming the ovens have unlimited capacity."]}]},
+}
+
+
 def example(name: str) -> dict:
     return {
         "annotator": {"instance_id": "x-1", "text": ISSUE},
@@ -52,6 +109,7 @@ def example(name: str) -> dict:
         "rewriter": {"problem_id": "bakery", "units": [UNITS[0], UNITS[2]]},
         "question_writer": {"incomplete_issue": ISSUE, "hidden_categories": ["Version/Environment Information"],
                             "repo": "acme/widgetlib"},
+        **EVAL_EXAMPLES,
     }[name]
 
 

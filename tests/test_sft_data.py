@@ -9,9 +9,9 @@ import pytest
 from tasks.domains.swe import load_samples, mask_issue
 from tasks.errors import InputError
 from tasks.params import SweConstructParams
+from tasks.rewards.weights import CLARITI_WEIGHTS as PAPER_WEIGHTS
 from tasks.roles.config import RoleConfig
 from tasks.roles.question_writer import QuestionWriterInput, entities, local
-from tasks.rewards.weights import CLARITI_WEIGHTS as PAPER_WEIGHTS
 from tasks.sftdata import build_rows, load_weights, split_of
 from tests.conftest import ROOT, python
 
@@ -75,3 +75,155 @@ def test_missing_cases_fail_with_one_line(project):
     assert proc.returncode == 2 and proc.stderr.strip().count("\n") == 0
     assert "cases.jsonl" in proc.stderr and "construct@swe" in proc.stderr
     assert not (project / "data" / "sft").exists()
+
+
+# ------------------------------------------------------------------ published targets, filtered by the staged reward
+
+# A hand-written issue (no project or shared data); its error, steps and environment are annotated spans.
+TABLE_ISSUE = """Exporting a report to CSV drops the last row
+
+When I export the monthly sales report with `ReportWriter.to_csv()` the final row of the table is missing.
+
+Error shown in the console:
+```
+ValueError: row index 12 out of range for table of length 12 in reports/writer.py line 88
+```
+
+Steps:
+1. Open the monthly sales report with 12 rows.
+2. Call `report.to_csv("out.csv")`.
+
+Environment: tablekit 3.2.1, Python 3.12 on Ubuntu 22.04.
+"""
+TABLE_SPANS = [
+    {"category": "Error Information",
+     "text": "ValueError: row index 12 out of range for table of length 12 in reports/writer.py line 88"},
+    {"category": "Reproduction Steps",
+     "text": "1. Open the monthly sales report with 12 rows.\n2. Call `report.to_csv(\"out.csv\")`."},
+    {"category": "Version/Environment Information", "text": "tablekit 3.2.1, Python 3.12 on Ubuntu 22.04"},
+]
+GOOD = ("1. Which Python version and tablekit release are you running?\n"
+        "2. Which colour theme do you prefer for the dashboard?\n"
+        "3. What is the exact error message or traceback printed when the export fails?")
+DUPLICATES = ("1. What is the full error message?\n2. What exact error message do you get?\n"
+              "3. Can you paste the complete error message text?")
+IRRELEVANT = "1. Which colour theme do you prefer for the dashboard?\n2. How many people are on your sales team?"
+
+
+def _table_case(instance_id: str, hidden: list[str]):
+    from tasks.records import IssueRecord
+
+    issue = IssueRecord(instance_id=instance_id, repo="acme/tables", text=TABLE_ISSUE, spans=TABLE_SPANS)
+    cases, _ = mask_issue(issue, SweConstructParams(variants_per_issue="all"))
+    return next(c for c in cases if sorted(h.key for h in c.hidden_categories) == sorted(hidden))
+
+
+def _workbook(path, rows: dict[str, str]):
+    import pandas as pd
+
+    frame = pd.DataFrame({"instance_id": list(rows) + ["acme__tables-p09"],
+                          "clarification_questions_gpt5_3": list(rows.values()) + [None]})
+    frame.to_excel(path, index=False)
+    return path
+
+
+def test_published_lists_are_kept_when_they_pass_the_reward(tmp_path):
+    from tasks.rewards.config import RewardConfig
+    from tasks.rewards.staged import StagedReward
+    from tasks.roles.question_writer import numbered
+    from tasks.sftdata import (
+        choose_published,
+        load_published,
+        published_metrics,
+        validation_frame,
+    )
+
+    cases = [_table_case("acme__tables-p01", ["error_info", "version_env"]),
+             _table_case("acme__tables-p02", ["error_info"]), _table_case("acme__tables-p03", ["error_info"]),
+             _table_case("acme__tables-p04", ["error_info"])]
+    book = _workbook(tmp_path / "questions.xlsx", {"acme__tables-p01": GOOD, "acme__tables-p02": DUPLICATES,
+                                                     "acme__tables-p03": IRRELEVANT})
+    published = load_published(book, "clarification_questions_gpt5_3")
+    assert set(published) == {"acme__tables-p01", "acme__tables-p02", "acme__tables-p03"}  # empty cell skipped
+    with pytest.raises(InputError, match="field 'nope'"):
+        load_published(book, "nope")
+
+    staged = StagedReward(RewardConfig(), PAPER_WEIGHTS)
+    choices = choose_published(cases, published, PAPER_WEIGHTS, staged, min_reward=0.5)
+    assert set(choices) == {c.case_id for c in cases[:3]}  # p04 has no published list
+    good, dup, irrelevant = (choices[c.case_id] for c in cases[:3])
+    # the off-topic question is dropped; the error question (weight 1.0) moves ahead of the version one (0.59)
+    assert good.categories == ["error_info", "version_env"] and "error message" in good.questions[0]
+    assert good.kept and good.reward >= 0.5
+    assert not dup.kept and dup.reward is not None and dup.reward < 0.5  # near-duplicates fail diversity
+    assert not irrelevant.kept and irrelevant.reward is None and irrelevant.questions == []
+
+    rows, failed = build_rows(cases, PAPER_WEIGHTS, RoleConfig(), heldout_fraction=0.0, seed=0, published=choices)
+    assert failed == 0 and len(rows) == 4
+    by_id = {r.instance_id: r for r in rows}
+    kept_row = by_id["acme__tables-p01"]
+    assert kept_row.target_source == "published" and kept_row.published_reward == good.reward
+    assert kept_row.completion[0]["content"] == numbered(good.questions) and kept_row.n_questions == 2
+    for iid in ("acme__tables-p02", "acme__tables-p03", "acme__tables-p04"):
+        row = by_id[iid]
+        assert row.target_source == "writer" and row.target_categories == row.hidden_categories
+        assert row.n_questions == len(row.hidden_categories)
+    assert by_id["acme__tables-p02"].published_reward == dup.reward
+    assert by_id["acme__tables-p04"].published_reward is None
+    assert validation_frame(rows)["questions_match_hidden"].all()
+    assert published_metrics(choices, len(cases)) == {
+        "cases_with_published": 3, "cases_without_published": 1, "kept": 1, "rejected_reward": 1,
+        "rejected_no_hidden_question": 1, "mean_reward_kept": round(good.reward, 4),
+        "mean_reward_rejected": round(dup.reward, 4),
+    }
+
+
+def test_rows_written_before_target_source_still_validate(cases):
+    from tasks.sftdata import SftRow
+
+    rows, _ = build_rows(cases[:2], PAPER_WEIGHTS, RoleConfig(), heldout_fraction=0.3, seed=0)
+    old = rows[0].model_dump(exclude={"target_source", "target_categories", "published_reward"})
+    restored = SftRow.model_validate(old)
+    assert restored.target_source == "writer" and restored.published_reward is None
+
+
+@pytest.mark.realdata
+def test_published_gpt5_targets_on_the_clariti_workbook(tmp_path, monkeypatch):
+    """A handful of CLARITI issues through the sft_data stage with published targets (measured counts printed)."""
+    import yaml
+
+    from flows.sft_data import sft_data
+    from tasks.domains.swe import load_clariti
+    from tasks.rewards.parse import parse_questions
+    from tasks.sftdata import SftRow, load_published
+    from tasks.store import jsonl_text, read_jsonl
+    from tests.conftest import SHARED
+
+    workbook = SHARED / "data" / "clariti" / "data.xlsx"
+    issues = [i for i in load_clariti(workbook) if i.spans][:8]
+    cases = [c for i in issues for c in mask_issue(i, SweConstructParams(source="clariti"))[0]]
+    (tmp_path / "data" / "cases" / "swe").mkdir(parents=True)
+    (tmp_path / "data" / "cases" / "swe" / "cases.jsonl").write_text(jsonl_text(cases))
+    (tmp_path / "dvc.yaml").write_text("stages: {}\n")
+    params = yaml.safe_load((ROOT / "params.yaml").read_text())
+    params["sft_data"].update({"targets": "published", "weights": "absent.json"})
+    params["sft_data"]["published"]["workbook"] = str(workbook)
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump(params))
+    monkeypatch.chdir(tmp_path)
+
+    summary = sft_data("params.yaml")
+    pub = summary["published_targets"]
+    print(f"\n{len(issues)} issues, {len(cases)} cases: {pub}")
+    rows = read_jsonl(tmp_path / "data" / "sft" / "train.jsonl", SftRow) + \
+        read_jsonl(tmp_path / "data" / "sft" / "heldout.jsonl", SftRow)
+    assert len(rows) == len(cases) and summary["writer_failures"] == 0
+    assert pub["cases_with_published"] + pub["cases_without_published"] == len(cases)
+    assert pub["kept"] + pub["rejected_reward"] + pub["rejected_no_hidden_question"] == pub["cases_with_published"]
+    assert pub["rows_published"] == pub["kept"] == sum(r.target_source == "published" for r in rows)
+    assert pub["kept"] > 0 and pub["mean_reward_kept"] >= params["sft_data"]["published"]["min_reward"]
+    published = load_published(workbook, "clarification_questions_gpt5_3")
+    for row in rows:
+        if row.target_source == "published":  # every target question is one of the published ones, in a hidden category
+            assert set(parse_questions(row.completion[0]["content"])) <= set(parse_questions(published[row.instance_id]))
+            assert set(row.target_categories) <= set(row.hidden_categories)
+            assert row.published_reward >= params["sft_data"]["published"]["min_reward"]

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from tasks.caching import content_key
-from tasks.reports import flatten, load_stage_metrics, render_markdown, write_report
+from tasks.reporting import ReportInputs, build_report, flatten, load_stage_metrics, render_markdown, write_report
 from tasks.store import publish_dir, staged_dir
 from tasks import masking
 
@@ -57,11 +57,13 @@ def test_report_names_the_backend_of_every_number(tmp_path):
         "construct@swe.hidden_per_category.reproduction": 1,
     }
     assert all(r["backend"] == "rules" for r in rows)
-    page = render_markdown("T", metrics)
-    assert "Backend: rules" in page and "| cases | 3 |" in page
+    page = render_markdown(build_report("T", ReportInputs(metrics)))
+    assert "Backend: rules" in page and "| cases | 3 | rules |" in page
     write_report("T", metrics, tmp_path / "report")
     assert (tmp_path / "report" / "hidden_categories.png").read_bytes()[:4] == b"\x89PNG"
     assert json.loads((tmp_path / "report" / "metrics.json").read_text())["construct@swe.cases"] == 3
+    assert "| cases | 3 | rules |" in (tmp_path / "report" / "report.md").read_text()
+    assert (tmp_path / "report" / "report.html").read_text().startswith("<!DOCTYPE html>")
 
 
 def test_gate_summary_is_readable():
@@ -91,6 +93,13 @@ def test_report_names_each_roles_backend_and_nested_backends():
     metrics = {"construct@swe": {"backend": "rules", "cases": 2, "roles": {"annotator": {"backend": "local", "requests": 5}}}}
     rows = {r["key"]: r["backend"] for r in flatten(metrics)}
     assert rows == {"construct@swe.cases": "rules", "construct@swe.roles.annotator.requests": "local"}
-    page = render_markdown("T", metrics, described)
+    page = render_markdown(build_report("T", ReportInputs(metrics, roles=described)))
     assert "| slot_hit_judge | llm | openai/gpt-4o-mini | 0.0 |" in page
     assert "| annotator | local |" in page
+    assert "| roles.annotator.requests | 5 | local |" in page
+
+
+def test_tasks_reports_still_serves_its_importers():
+    from tasks import reporting, reports
+
+    assert reports.flatten is reporting.flatten and reports.load_stage_metrics is reporting.load_stage_metrics

@@ -22,7 +22,7 @@ from pydantic import BaseModel
 from tasks.llm.paths import cache_dir
 from tasks.store import canonical_json
 
-SAMPLING_KEYS = ("temperature", "max_tokens", "top_p", "seed", "stop", "n")
+SAMPLING_KEYS = ("temperature", "max_tokens", "top_p", "seed", "stop", "n", "sample")
 """The only request parameters that enter the key (and so the only ones that could ever be stored)."""
 
 
@@ -88,4 +88,10 @@ class CallCache:
 
 @lru_cache(maxsize=256)
 def schema_of(model: type[BaseModel] | None) -> dict | None:
-    return json.loads(json.dumps(model.model_json_schema(), sort_keys=True)) if model is not None else None
+    return json.loads(_schema_text(model)) if model is not None else None
+
+
+@lru_cache(maxsize=None)
+def _schema_text(model: type[BaseModel]) -> str:
+    """Generating a JSON schema costs about a millisecond; every call of a role needs the same one."""
+    return json.dumps(model.model_json_schema(), sort_keys=True)

@@ -61,10 +61,20 @@ def _litellm():
     import logging
 
     litellm.suppress_debug_info = True
-    # asyncio.run per batch gives litellm's background logger a new loop each time; its notice about that is noise.
     logging.getLogger("LiteLLM").setLevel(logging.ERROR)
+    _drop_success_logging()
     ensure_registered()
     return litellm
+
+
+def _drop_success_logging() -> None:
+    """litellm hands every async success to one global logging worker bound to a single event loop. clarifyflow
+    configures no litellm callbacks (accounting reads the response itself) and calls from many threads, each with
+    its own loop, where that worker fails noisily; so the success handler is closed unrun instead of queued."""
+    from litellm.litellm_core_utils import logging_worker
+
+    worker = logging_worker.GLOBAL_LOGGING_WORKER
+    worker.ensure_initialized_and_enqueue = lambda async_coroutine: async_coroutine.close()
 
 
 @lru_cache(maxsize=1)
@@ -123,12 +133,25 @@ def _error_line(err: Exception) -> str:
     return str(err).splitlines()[0] if str(err) else type(err).__name__
 
 
+_loops = threading.local()
+
+
+def _thread_loop() -> asyncio.AbstractEventLoop:
+    """One event loop per thread, reused across calls: a fresh loop per call (asyncio.run) also builds a fresh
+    default executor and re-binds litellm's background logger, which costs more than a mock call itself."""
+    loop = getattr(_loops, "loop", None)
+    if loop is None or loop.is_closed():
+        loop = asyncio.new_event_loop()
+        _loops.loop = loop
+    return loop
+
+
 def run_sync(make: Callable[[], Awaitable[T]]) -> T:
     """Run a coroutine from sync code, also when the caller already sits inside an event loop."""
     try:
         asyncio.get_running_loop()
     except RuntimeError:
-        return asyncio.run(make())
+        return _thread_loop().run_until_complete(make())
     with ThreadPoolExecutor(max_workers=1) as pool:
         return pool.submit(lambda: asyncio.run(make())).result()
 
@@ -175,12 +198,17 @@ class LLMClient:
         return self._rng.uniform(0, min(self.backoff_max_s, self.backoff_s * 2**attempt))
 
     async def acomplete(
-        self, *, role: str, cfg: RoleConfig, messages: list[dict], schema: type[BaseModel] | None = None
+        self, *, role: str, cfg: RoleConfig, messages: list[dict], schema: type[BaseModel] | None = None,
+        sample: str | None = None,
     ) -> str:
-        """The completion text for ``messages``: from the cache, or from the provider with retries."""
+        """The completion text for ``messages``: from the cache, or from the provider with retries.
+
+        ``sample`` only enters the cache key: distinct samples of the same sampled prompt (the K repeats of an
+        evaluation) get distinct cache entries instead of replaying each other.
+        """
         litellm = _litellm()
         params = {"temperature": cfg.temperature, "max_tokens": cfg.max_tokens}
-        key = call_key(cfg.model, messages, params, schema_of(schema))
+        key = call_key(cfg.model, messages, {**params, "sample": sample}, schema_of(schema))
         cache = self.cache
         hit = cache.get(key) if cache is not None else None
         if hit is not None:
@@ -255,13 +283,14 @@ class LLMClient:
 
     # ---- structured output with regeneration ---------------------------------------------------------------------
 
-    async def astructured(self, *, role: str, cfg: RoleConfig, messages: list[dict], schema: type[M]) -> M:
+    async def astructured(self, *, role: str, cfg: RoleConfig, messages: list[dict], schema: type[M],
+                          sample: str | None = None) -> M:
         conversation = list(messages)
         last_error = ""
         for generation in range(cfg.max_regenerations + 1):
             if generation:
                 self.accounting.add(role, model=cfg.model, regenerations=1)
-            text = await self.acomplete(role=role, cfg=cfg, messages=conversation, schema=schema)
+            text = await self.acomplete(role=role, cfg=cfg, messages=conversation, schema=schema, sample=sample)
             try:
                 return parse_output(text, schema)
             except (ValidationError, ValueError) as err:
@@ -275,7 +304,8 @@ class LLMClient:
         raise LLMCallFailed("invalid_output", last_error, cfg.max_regenerations + 1)
 
     async def amap_structured(
-        self, *, role: str, cfg: RoleConfig, messages: Sequence[list[dict]], schema: type[M], progress: bool | None = None
+        self, *, role: str, cfg: RoleConfig, messages: Sequence[list[dict]], schema: type[M], progress: bool | None = None,
+        sample: str | None = None,
     ) -> list:
         semaphore = asyncio.Semaphore(cfg.concurrency)
         bar = _progress(len(messages), role, progress)
@@ -283,7 +313,7 @@ class LLMClient:
         async def one(msgs: list[dict]):
             async with semaphore:
                 try:
-                    return await self.astructured(role=role, cfg=cfg, messages=msgs, schema=schema)
+                    return await self.astructured(role=role, cfg=cfg, messages=msgs, schema=schema, sample=sample)
                 except LLMCallFailed as failed:
                     self.accounting.add(role, model=cfg.model, failures=1)
                     return failed.to_failure(role)
@@ -298,9 +328,11 @@ class LLMClient:
             if bar is not None:
                 bar.close()
 
-    def map_structured(self, *, role: str, cfg: RoleConfig, messages: Sequence[list[dict]], schema: type[M], progress: bool | None = None) -> list:
+    def map_structured(self, *, role: str, cfg: RoleConfig, messages: Sequence[list[dict]], schema: type[M],
+                       progress: bool | None = None, sample: str | None = None) -> list:
         """Outputs aligned with ``messages``: a ``schema`` instance or a ``RoleFailure`` each."""
-        return run_sync(lambda: self.amap_structured(role=role, cfg=cfg, messages=messages, schema=schema, progress=progress))
+        return run_sync(lambda: self.amap_structured(role=role, cfg=cfg, messages=messages, schema=schema,
+                                                     progress=progress, sample=sample))
 
     def complete(self, *, role: str, cfg: RoleConfig, messages: list[dict]) -> str:
         """Free-text completion (raises ``LLMCallFailed`` after the retries)."""

@@ -51,6 +51,11 @@ def _environment():
     )
 
 
+@lru_cache(maxsize=None)
+def _schema_json(model: type[BaseModel]) -> str:
+    return json.dumps(model.model_json_schema(), ensure_ascii=False)
+
+
 def render(template: str, **values) -> str:
     return _environment().get_template(template).render(**values).strip()
 
@@ -68,7 +73,7 @@ class RoleSpec(Generic[I, O]):
     def messages(self, inp: I) -> list[dict]:
         """``prompts/<name>/system.j2`` and ``user.j2`` rendered with the input's fields and the output schema."""
         values = inp.model_dump(mode="json")
-        schema = json.dumps(self.output_model.model_json_schema(), ensure_ascii=False)
+        schema = _schema_json(self.output_model)
         return [
             {"role": "system", "content": render(f"{self.name}/system.j2", schema=schema, **values)},
             {"role": "user", "content": render(f"{self.name}/user.j2", schema=schema, **values)},
@@ -86,8 +91,12 @@ def run_role(
     cfg: RoleConfig,
     *,
     client=None,
+    sample: str | None = None,
 ) -> list[O | RoleFailure]:
-    """Run ``spec`` over ``inputs`` with the backend ``cfg`` names; outputs are aligned with inputs."""
+    """Run ``spec`` over ``inputs`` with the backend ``cfg`` names; outputs are aligned with inputs.
+
+    ``sample`` (LLM backend only) separates cache entries of repeated samples of a sampled role.
+    """
     from tasks.llm.client import default_client
 
     client = client or default_client()
@@ -98,11 +107,16 @@ def run_role(
             spec.name, backend="local", model="local-rules", requests=len(inputs), latency_s=time.perf_counter() - started
         )
         return outputs
+    if cfg.model.startswith("mock/"):
+        from tasks.llm.providers.mock import prime_replay
+
+        prime_replay(cfg.model, spec, inputs)
     return client.map_structured(
         role=spec.name,
         cfg=cfg,
         messages=[spec.messages(i) for i in inputs],
         schema=spec.output_model,
+        sample=sample,
     )
 
 

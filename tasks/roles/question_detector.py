@@ -59,7 +59,7 @@ def _question_sentences(text: str) -> list[str]:
     questions: list[str] = []
     for chunk in chunks:
         # Statements before a question mark ("We have two plants. Which one ...?") are context, not questions.
-        sentences = [s.strip() for s in re.split(r"(?<=[.!:])\s+", chunk) if s.strip()]
+        sentences = [s.strip() for s in re.split(r"(?<=[.!])\s+", chunk) if s.strip()]
         asked = [s for s in sentences if s.endswith("?") or REQUEST.search(s)]
         for sentence in asked:
             if questions and FOLLOW_UP.match(sentence) and questions[-1].endswith("?"):

@@ -21,6 +21,18 @@ _WHERE = {
     "slot_annotator": ("tasks.orclarify.annotate", "SPEC"),
     "rewriter": ("tasks.orclarify.brief", "SPEC"),
     "question_writer": ("tasks.roles.question_writer", "SPEC"),
+    "or_generic_agent": ("tasks.clarifiers.freeqa", "SPEC"),
+    "or_choice_agent": ("tasks.clarifiers.choice", "SPEC"),
+    "or_ready_gate": ("tasks.clarifiers.readygate", "SPEC"),
+    "or_orpilot_agent": ("tasks.clarifiers.orpilot", "SPEC"),
+    "or_gap_search": ("tasks.clarifiers.interopt_roles", "GAP_SEARCH_SPEC"),
+    "or_open_gap_search": ("tasks.clarifiers.interopt_roles", "OPEN_GAP_SEARCH_SPEC"),
+    "or_candidate_agent": ("tasks.clarifiers.interopt_roles", "CANDIDATE_SPEC"),
+    "or_open_candidate_agent": ("tasks.clarifiers.interopt_roles", "OPEN_CANDIDATE_SPEC"),
+    "or_question_selector": ("tasks.clarifiers.interopt_roles", "SELECTOR_SPEC"),
+    "or_direct_question": ("tasks.clarifiers.interopt_roles", "DIRECT_SPEC"),
+    "or_gap_alignment": ("tasks.clarifiers.interopt_roles", "ALIGNMENT_SPEC"),
+    "or_session_judge": ("tasks.evaluation.judge", "SESSION_SPEC"),
 }
 assert set(_WHERE) == set(ROLE_NAMES)
 

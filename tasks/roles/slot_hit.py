@@ -14,6 +14,7 @@ best-scoring piece is the evidence. The text helpers here are shared with the si
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
@@ -84,6 +85,7 @@ CANONICAL = {
 }
 
 
+@lru_cache(maxsize=65536)
 def stem(word: str) -> str:
     if word in CANONICAL:
         return CANONICAL[word]
@@ -94,8 +96,13 @@ def stem(word: str) -> str:
 
 
 def content_words(text: str) -> set[str]:
+    return set(_content_words(text))
+
+
+@lru_cache(maxsize=65536)
+def _content_words(text: str) -> frozenset[str]:
     words = re.findall(r"[a-z0-9]+", text.lower().replace("_", " "))
-    return {stem(w) for w in words if w not in STOPWORDS and len(w) > 1}
+    return frozenset(stem(w) for w in words if w not in STOPWORDS and len(w) > 1)
 
 
 def entities(text: str) -> set[tuple[str, str]]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -39,12 +40,25 @@ def _torch_dtype(name: str):
     return {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}[name]
 
 
-def check_device(profile: TrainProfile) -> None:
-    if not profile.requires_gpu:
-        return
+_NVIDIA_DRIVER = ("/proc/driver/nvidia/version", "/dev/nvidiactl", "/dev/nvidia0")
+
+
+def cuda_available() -> bool:
+    """Whether torch can use a CUDA device. On Linux without an NVIDIA driver (or with ``CUDA_VISIBLE_DEVICES``
+    empty or -1) the answer is "no" without importing torch, so a refusal costs nothing."""
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if visible is not None and visible.strip() in ("", "-1"):
+        return False
+    if sys.platform.startswith("linux") and not any(Path(p).exists() for p in _NVIDIA_DRIVER):
+        return False
     import torch
 
-    if not torch.cuda.is_available():
+    return bool(torch.cuda.is_available())
+
+
+def check_device(profile: TrainProfile) -> None:
+    """Refuse a ``requires_gpu`` profile without CUDA: one InputError, before the model is loaded."""
+    if profile.requires_gpu and not cuda_available():
         raise InputError("profile", f"profile {profile.name!r} ({profile.model}) needs a CUDA device; none found",
                          field="requires_gpu")
 

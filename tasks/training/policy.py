@@ -71,7 +71,11 @@ def adapter_base(adapter_dir: Path) -> str:
     base = json.loads(config.read_text(encoding="utf-8")).get("base_model_name_or_path")
     if not base:
         raise InputError(config, "no base model recorded; pass base explicitly", field="base_model_name_or_path")
-    return str(base)
+    from tasks.training.models import model_label
+    from tasks.training.profiles import SMOLLM2
+
+    # an adapter trained on an in-memory embedded SmolLM2 (GRPO on the merged SFT model) records its display label
+    return SMOLLM2 if base == model_label(SMOLLM2) else str(base)
 
 
 class LocalPolicy:

@@ -80,7 +80,8 @@ class AccelerateSettings(_Strict):
     num_processes: int = Field(default=1, ge=1)
     num_machines: int = Field(default=1, ge=1)
     gpu_ids: str = "all"
-    mixed_precision: Literal["no", "fp16", "bf16"] = "bf16"
+    mixed_precision: Literal["no", "bf16"] | None = None
+    """None follows the profile's ``bf16``; a value that contradicts it is refused."""
 
 
 class TrainProfile(_Strict):
@@ -107,6 +108,9 @@ class TrainProfile(_Strict):
             raise ValueError("use_cpu=True excludes bf16 and use_vllm (set bf16=False explicitly on CPU)")
         if self.bf16 and self.dtype == "float16":
             raise ValueError("bf16=True needs dtype bfloat16 or float32, not float16")
+        precision = self.accelerate.mixed_precision if self.accelerate else None
+        if precision is not None and precision != ("bf16" if self.bf16 else "no"):
+            raise ValueError(f"accelerate.mixed_precision {precision!r} contradicts bf16={self.bf16}")
         return self
 
 
@@ -157,19 +161,19 @@ def get_profile(name: str = "cpu", overrides: dict[str, Any] | None = None, *, s
 
 
 def accelerate_config(profile: TrainProfile) -> dict[str, Any]:
-    """The ``accelerate launch --config_file`` contents for a profile (single machine, DDP when >1 process)."""
-    acc = profile.accelerate or AccelerateSettings(mixed_precision="bf16" if profile.bf16 else "no")
+    """The ``accelerate launch --config_file`` contents for a profile (DDP when more than one process)."""
+    acc = profile.accelerate or AccelerateSettings()
     multi = acc.num_processes * acc.num_machines > 1
     return {
         "compute_environment": "LOCAL_MACHINE",
         "debug": False,
-        "distributed_type": "MULTI_GPU" if multi else "NO",
+        "distributed_type": ("MULTI_CPU" if profile.use_cpu else "MULTI_GPU") if multi else "NO",
         "downcast_bf16": "no",
         "enable_cpu_affinity": False,
         "gpu_ids": acc.gpu_ids,
         "machine_rank": 0,
         "main_training_function": "main",
-        "mixed_precision": acc.mixed_precision,
+        "mixed_precision": acc.mixed_precision or ("bf16" if profile.bf16 else "no"),
         "num_machines": acc.num_machines,
         "num_processes": acc.num_processes,
         "rdzv_backend": "static",

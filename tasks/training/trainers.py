@@ -20,6 +20,7 @@ from tasks.store import atomic_write_json, publish_dir, staged_dir
 
 from . import artifacts
 from .artifacts import TrainResult
+from .launch import is_main_process
 from .models import load_base
 from .profiles import SMOLLM2, TrainProfile, get_profile
 from .prompts import completion_text
@@ -220,10 +221,11 @@ def _finish(
 ) -> TrainResult:
     history = artifacts.clean_log_history(trainer.state.log_history)
     steps = int(trainer.state.global_step)
-    adapter = staging / artifacts.ADAPTER_DIR
-    _save_adapter(trainer, tokenizer, adapter, _model_source(model), label)
-    artifacts.write_logs(staging, _state(trainer), history, seconds)
-    plots = artifacts.write_plots(staging, history, reward_names)
+    main = is_main_process()  # in a multi-process launch only rank 0 writes
+    if main:
+        _save_adapter(trainer, tokenizer, staging / artifacts.ADAPTER_DIR, _model_source(model), label)
+        artifacts.write_logs(staging, _state(trainer), history, seconds)
+    plots = artifacts.write_plots(staging, history, reward_names) if main else []
     final_rewards = {n: v for n in reward_names if (v := artifacts.last(history, f"rewards/{n}/mean")) is not None}
     if reward_names and (total := artifacts.last(history, "reward")) is not None:
         final_rewards["reward"] = total
@@ -234,7 +236,8 @@ def _finish(
         trainable_params=_trainable(trainer.model), plots=[out_dir / p.name for p in plots], seconds=seconds,
         seconds_per_step=seconds / max(steps, 1),
     )
-    artifacts.write_card(staging, result, profile, len(history))
+    if main:
+        artifacts.write_card(staging, result, profile, len(history))
     return result
 
 
@@ -275,7 +278,8 @@ def train_sft(
         seconds = _run(trainer)
         result = _finish(trainer, tokenizer, staging, out_dir, kind="sft", model=model_path_or_model, label=label,
                          profile=profile, n_rows=len(rows), seconds=seconds, reward_names=[], weights=[])
-        publish_dir(staging, out_dir)
+        if is_main_process():
+            publish_dir(staging, out_dir)
     return result
 
 
@@ -328,6 +332,7 @@ def train_grpo(
         seconds = _run(trainer)
         result = _finish(trainer, tokenizer, staging, out_dir, kind="grpo", model=model_path_or_model, label=label,
                          profile=profile, n_rows=len(rows), seconds=seconds, reward_names=names, weights=weights)
-        publish_dir(staging, out_dir)
+        if is_main_process():
+            publish_dir(staging, out_dir)
     return result
 

@@ -12,7 +12,7 @@ def empty_runs() -> Any:
 
 
 def build_suite(name: str, **options: Any) -> Any:
-    """``options``: ``min_per_class`` for ``shap_runs``."""
+    """``options``: ``min_per_class`` for ``shap_runs``; ``methods`` (known method names) for ``or_episodes``."""
     import great_expectations as gx
 
     from tasks.infovalue import FEATURES
@@ -67,10 +67,93 @@ def build_suite(name: str, **options: Any) -> Any:
             E.ExpectColumnValuesToBeUnique(column="key"),
             E.ExpectColumnValuesToNotBeNull(column="value"),
         ],
+        **_or_suites(E, options),
+        **_swe_eval_suites(E),
     }
-    unknown = set(options) - {"min_per_class"}
+    unknown = set(options) - {"min_per_class", "methods"}
     if unknown:
         raise KeyError(f"unknown suite options: {', '.join(sorted(unknown))}")
     if name not in suites:
         raise KeyError(f"no expectation suite named {name!r} (known: {', '.join(sorted(suites))})")
     return gx.ExpectationSuite(name=name, expectations=suites[name])
+
+
+def _or_suites(E: Any, options: dict[str, Any]) -> dict[str, list]:
+    """OR-Clarify evaluation gates: ``or_episodes`` (tasks.evaluation.metrics.episodes_frame) and ``or_summary``
+    (summary_frame)."""
+    from tasks.episodes.records import PROTOCOLS
+    from tasks.evaluation.metrics import CI_METRICS, RATE_METRICS
+
+    if options.get("methods") is not None:
+        methods = sorted(options["methods"])
+    else:
+        from tasks.clarifiers.base import method_names
+
+        methods = method_names()
+    return {
+        "or_episodes": [
+            E.ExpectTableRowCountToBeBetween(min_value=1),
+            E.ExpectColumnValuesToBeUnique(column="key"),
+            E.ExpectColumnValuesToBeInSet(column="method", value_set=methods),
+            E.ExpectColumnValuesToBeInSet(column="protocol", value_set=list(PROTOCOLS)),
+            E.ExpectColumnPairValuesAToBeGreaterThanB(column_A="max_turns", column_B="turn_count", or_equal=True),
+            E.ExpectColumnValuesToBeBetween(column="atomic_questions", min_value=0),
+            E.ExpectColumnValuesToBeInSet(column="end_state", value_set=["ready", "protocol_failure", "turn_limit"]),
+            E.ExpectColumnValuesToBeBetween(column="wss", min_value=0.0, max_value=1.0),
+            E.ExpectColumnValuesToBeInSet(column="core_exact_consistent", value_set=[True]),
+        ],
+        "or_summary": [
+            E.ExpectTableRowCountToBeBetween(min_value=1),
+            E.ExpectColumnValuesToBeUnique(column="key"),
+            E.ExpectColumnValuesToBeBetween(column="RunCount", min_value=1),
+            *[E.ExpectColumnValuesToBeBetween(column=name, min_value=0.0, max_value=1.0) for name in RATE_METRICS],
+            *[
+                expectation
+                for name in CI_METRICS
+                for expectation in (
+                    E.ExpectColumnPairValuesAToBeGreaterThanB(column_A=name, column_B=f"{name}_low", or_equal=True,
+                                                              ignore_row_if="either_value_is_missing"),
+                    E.ExpectColumnPairValuesAToBeGreaterThanB(column_A=f"{name}_high", column_B=name, or_equal=True,
+                                                              ignore_row_if="either_value_is_missing"),
+                )
+            ],
+        ],
+    }
+
+
+def _swe_eval_suites(E: Any) -> dict[str, list]:
+    """SWE evaluation gates: ``swe_eval_summary`` (tasks.evaluation.swe.summary_frame) and ``swe_eval_rows``
+    (rows_frame)."""
+    from tasks.evaluation.swe_metrics import ISSUE_METRICS, QUESTION_METRICS, RATE_COLUMNS
+
+    return {
+        "swe_eval_summary": [
+            E.ExpectTableRowCountToBeBetween(min_value=1),
+            E.ExpectColumnValuesToBeUnique(column="key"),
+            E.ExpectColumnValuesToBeBetween(column="cases", min_value=0),
+            E.ExpectColumnValuesToBeBetween(column="questions_per_issue", min_value=0.0),
+            *[E.ExpectColumnValuesToBeBetween(column=name, min_value=0.0, max_value=1.0) for name in RATE_COLUMNS],
+            E.ExpectColumnValuesToBeBetween(column="category_share_sum", min_value=0.999, max_value=1.001),
+            *[
+                expectation
+                for name in (*ISSUE_METRICS, *QUESTION_METRICS)
+                for expectation in (
+                    E.ExpectColumnPairValuesAToBeGreaterThanB(column_A=name, column_B=f"{name}_low", or_equal=True,
+                                                              ignore_row_if="either_value_is_missing"),
+                    E.ExpectColumnPairValuesAToBeGreaterThanB(column_A=f"{name}_high", column_B=name, or_equal=True,
+                                                              ignore_row_if="either_value_is_missing"),
+                )
+            ],
+        ],
+        "swe_eval_rows": [
+            E.ExpectTableRowCountToBeBetween(min_value=1),
+            E.ExpectColumnValuesToBeUnique(column="key"),
+            E.ExpectColumnValuesToBeBetween(column="n_questions", min_value=0),
+            E.ExpectColumnValuesToBeBetween(column="n_hidden", min_value=1, max_value=6),
+            E.ExpectColumnValuesToBeBetween(column="recall", min_value=0.0, max_value=1.0),
+            E.ExpectColumnValuesToBeBetween(column="weighted_recovery", min_value=0.0, max_value=1.0),
+            E.ExpectColumnValuesToBeBetween(column="predicted_resolution", min_value=0.0, max_value=1.0),
+            E.ExpectColumnValuesToBeInSet(column="recovered_within_hidden", value_set=[True]),
+            E.ExpectColumnValuesToBeInSet(column="labels_known", value_set=[True]),
+        ],
+    }

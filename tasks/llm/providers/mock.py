@@ -44,6 +44,10 @@ class MockScript:
     requests: list[list[dict]] = field(default_factory=list)
     in_flight: int = 0
     max_in_flight: int = 0
+    call_log: str | None = None
+    """Append one line per answered provider call to this file (counts calls across processes)."""
+    replay: dict[str, str] | None = None
+    """Replay-of-local scripts: answers keyed by the digest of the messages, filled by :func:`prime_replay`."""
 
 
 def _echo(messages: list[dict]) -> str:
@@ -82,7 +86,13 @@ class MockProvider(CustomLLM):
         draw = random.Random(f"{script.seed}:{digest}:{nth}")
         if nth < script.fail_first or draw.random() < script.fault_rate:
             return script, None, _fault(script.fault, model)
-        if script.rule is not None:
+        if script.replay is not None:
+            text = script.replay.get(digest)
+            if text is None:
+                return script, None, litellm.BadRequestError(
+                    message=f"replay script {model!r} was not primed for this request", model=model, llm_provider="mock"
+                )
+        elif script.rule is not None:
             try:
                 text = script.rule(messages)
             except Exception as err:  # a broken script is a bug, not a transient fault: no retries
@@ -98,6 +108,10 @@ class MockProvider(CustomLLM):
         return script, text, None
 
     def _respond(self, model: str, messages: list[dict], text: str):
+        script = self.scripts.get(model)
+        if script is not None and script.call_log:
+            with self._lock, open(script.call_log, "a", encoding="utf-8") as log:
+                log.write(f"{model}\n")
         prompt = sum(len(str(m.get("content", "")).split()) for m in messages)
         return build_response(f"mock/{model}", text, prompt, len(text.split()))
 
@@ -144,3 +158,24 @@ MOCK = MockProvider()
 def register(name: str, script: MockScript) -> str:
     """Register ``script`` and return its model string, ``mock/<name>``."""
     return MOCK.register(name, script)
+
+
+def messages_digest(messages: list[dict]) -> str:
+    return hashlib.sha256(json.dumps(messages, sort_keys=True).encode()).hexdigest()
+
+
+def replay_local(name: str, *, latency_s: float = 0.0, call_log: str | None = None) -> str:
+    """A mock model that answers every role with that role's own local backend output (for benchmarks and the
+    resume test: real LLM-path traffic — cache, retries, concurrency, latency — with sensible content)."""
+    return register(name, MockScript(replay={}, latency_s=latency_s, call_log=call_log))
+
+
+def prime_replay(model: str, spec, inputs) -> None:
+    """Before an LLM-backend role call on a replay script: store the local answer for each input's messages."""
+    script = MOCK.scripts.get(model.split("/", 1)[1]) if model.startswith("mock/") else None
+    if script is None or script.replay is None:
+        return
+    outputs = spec.run_local(list(inputs))
+    with MOCK._lock:
+        for inp, out in zip(inputs, outputs):
+            script.replay[messages_digest(spec.messages(inp))] = out.model_dump_json()

@@ -1,0 +1,81 @@
+"""The methods table on the published OR-Clarify cases with the local backends (issue 7).
+
+    .venv/bin/python benchmarks/or_methods.py [--cases ../shared/data/or-clarify] [--repeats 3] [--policies]
+        [--methods freeqa:open,mc:mc,...] [--concurrency 2]
+
+Every method x protocol of ``params.yaml: evaluate.optimization.methods`` (the trained-policy rows only with
+``--policies``, since they need ``data/models/*/adapter`` and SmolLM2 generation), K repeats, T_max 20, every role
+local. Writes ``benchmarks/out/or_methods/`` (summary.json, report.md, recovery.json, recovery.png) and prints the
+headline columns. These are local-backend numbers: they measure this toolkit's offline agents against its offline
+simulated user and judge, not the paper's LLM results.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+OUT = ROOT / "benchmarks" / "out" / "or_methods"
+COLUMNS = ("RunCount", "AllSlotExactRestoreRate", "CoreExactRestoreRate", "WeightedSlotScore_macro",
+           "AtomicQuestionsPerRun", "AverageTurns", "SilentAssumptionsPerRun", "PrematureStopRate")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--cases", default=str(ROOT.parent / "shared" / "data" / "or-clarify"))
+    parser.add_argument("--limit", type=int, default=None)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--policies", action="store_true", help="include the trained-policy rows")
+    parser.add_argument("--methods", default=None, help="name:protocol,... (default: params.yaml's list)")
+    parser.add_argument("--concurrency", type=int, default=2)
+    args = parser.parse_args()
+
+    from tasks.evaluation.evaluate import play, write_outputs
+    from tasks.evaluation.runs import EvalSettings, UnitStore, load_cases
+    from tasks.params import load_params
+
+    params = load_params(ROOT / "params.yaml")
+    base = dict(params.evaluate["optimization"])
+    if args.methods:
+        methods = [{"name": m.split(":")[0], "protocols": [m.split(":")[1]]} for m in args.methods.split(",")]
+    else:
+        methods = [m for m in base["methods"] if args.policies or (m.get("method") or m["name"]) != "policy"]
+    settings = EvalSettings(**{**base, "cases": args.cases, "methods": methods, "repeats": args.repeats,
+                               "limit": args.limit, "case_ids": None, "concurrency": args.concurrency,
+                               "task_runner": "serial"})
+    cases = load_cases(Path(args.cases), limit=args.limit)
+    store = UnitStore(ROOT / ".cache" / "eval" / "bench-or-methods")
+    started = time.perf_counter()
+    results, stats = play(cases, settings, params.roles, store, runner="serial",
+                          progress=lambda i, n: i % 100 == 0 and print(f"{i}/{n} episodes", file=sys.stderr))
+    print(file=sys.stderr)
+    elapsed = time.perf_counter() - started
+    with tempfile.TemporaryDirectory() as tmp:
+        summary = write_outputs(Path(tmp), results, cases, settings, params.roles, source="published OR-Clarify cases")
+        OUT.mkdir(parents=True, exist_ok=True)
+        for name in ("summary.json", "report.md", "recovery.json", "recovery.png", "run_config.json"):
+            shutil.copy(Path(tmp) / name, OUT / name)
+    print(f"{len(results)} episodes ({stats.played} played, {stats.reused} from the store) in {elapsed:.0f} s")
+    print("row".ljust(28) + "".join(c[:14].rjust(16) for c in COLUMNS))
+    for row, metrics in summary.items():
+        print(row.ljust(28) + "".join(_fmt(metrics.get(c)).rjust(16) for c in COLUMNS))
+    (OUT / "timing.json").write_text(json.dumps({"episodes": len(results), "played": stats.played,
+                                                 "seconds": round(elapsed, 1)}, indent=1) + "\n")
+    return 0
+
+
+def _fmt(value) -> str:
+    if isinstance(value, float):
+        return f"{value:.3f}"
+    return "-" if value is None else str(value)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

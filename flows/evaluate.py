@@ -1,0 +1,200 @@
+"""evaluate@<domain>: play every clarifier against the simulated user, judge the runs, report the metrics.
+
+Reads ``params.yaml: evaluate.<domain>`` (cases, methods x protocols, K repeats, T_max, concurrency) and writes
+``data/eval/<domain>/`` (per-run artifacts under ``runs/``, ``summary.json``, ``recovery.json`` + ``recovery.png``,
+``report.md``, ``run_config.json``) and ``data/metrics/stages/evaluate/<domain>.json``. Episodes fan out over a
+Prefect task runner; finished units are stored under ``.cache/eval/<domain>`` so a killed run resumes without
+replaying them (and the LLM call cache serves the calls of the units that were cut off). The episodes and the summary
+pass GX gates before the folder is swapped into place.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+from flows.cli import EXIT_INPUT, run_main
+
+DOMAINS = ("optimization", "swe")
+HEADLINE = ("RunCount", "AllSlotExactRestoreRate", "CoreExactRestoreRate", "WeightedSlotScore_macro",
+            "AtomicQuestionsPerRun", "AverageTurns", "SilentAssumptionsPerRun", "PrematureStopRate", "ReadyRate")
+SWE_ROLES = ("swe_user", "redundancy_judge", "answerability_judge", "question_classifier", "question_writer")
+EVAL_ROLES = ("or_open_user", "or_choice_user", "question_detector", "slot_hit_judge", "or_session_judge",
+              "or_generic_agent", "or_choice_agent", "or_ready_gate", "or_orpilot_agent", "or_gap_search",
+              "or_open_gap_search", "or_candidate_agent", "or_open_candidate_agent", "or_question_selector",
+              "or_direct_question", "or_gap_alignment")
+
+
+def backend_line(roles, names=EVAL_ROLES) -> str:
+    """Which backend produced the numbers: every evaluation role local, or the LLM roles by model."""
+    llm = [f"{name}={roles.get(name).model}" for name in names if roles.get(name).backend == "llm"]
+    if not llm:
+        return "local backends for every evaluation role (simulated user, detector, judges, agents)"
+    return f"llm roles: {', '.join(llm)}; all other roles local"
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m flows.evaluate", description=__doc__.splitlines()[0])
+    parser.add_argument("--domain", required=True, help="domain with an evaluate.<domain> section (optimization)")
+    parser.add_argument("--params", default="params.yaml", help="params file (default: params.yaml)")
+    parser.add_argument("--out", default=None, help="output folder (default: data/eval/<domain>)")
+    parser.add_argument("--runner", choices=["threads", "dask", "serial"], default=None,
+                        help="override evaluate.<domain>.task_runner")
+    return parser.parse_args(argv)
+
+
+def prepare(domain: str, params: str = "params.yaml"):
+    """Params, settings and cases, validated before Prefect starts (InputError names the file and field)."""
+    from tasks.errors import InputError
+    from tasks.evaluation.runs import EvalSettings, load_cases
+    from tasks.params import load_params, section
+    from tasks.store import repo_root
+
+    root = repo_root()
+    params_path = root / params
+    cfg = load_params(params_path)
+    if domain not in DOMAINS:
+        raise InputError(params_path, f"no evaluation for domain {domain!r} (known: {', '.join(DOMAINS)})",
+                         field="evaluate")
+    if domain not in cfg.evaluate:
+        raise InputError(params_path, f"missing section evaluate.{domain}", field=f"evaluate.{domain}")
+    if domain == "swe":
+        from tasks.evaluation.swe import SweEvalSettings, load_swe_inputs
+
+        settings = section(params_path, SweEvalSettings, cfg.evaluate[domain], f"evaluate.{domain}")
+        inputs = load_swe_inputs(root, settings)
+        return root, cfg, settings, inputs
+    settings = section(params_path, EvalSettings, cfg.evaluate[domain], f"evaluate.{domain}")
+    from tasks.clarifiers.base import get_method
+
+    for i, entry in enumerate(settings.methods):
+        try:
+            method = get_method(entry.name, entry.kind, entry.options)
+        except (KeyError, ValueError) as err:
+            raise InputError(params_path, str(err.args[0]), field=f"evaluate.{domain}.methods.{i}") from None
+        bad = [p for p in entry.protocols or [] if p not in method.protocols]
+        if bad:
+            raise InputError(params_path, f"method {entry.name!r} does not run under {', '.join(bad)} (supports "
+                             f"{', '.join(method.protocols)})", field=f"evaluate.{domain}.methods.{i}.protocols")
+    cases_path = (root / settings.cases).resolve()
+    cases = load_cases(cases_path, case_ids=settings.case_ids, limit=settings.limit)
+    return root, cfg, settings, cases
+
+
+def evaluate(domain: str = "optimization", params: str = "params.yaml", out: str | None = None,
+             runner: str | None = None) -> dict:
+    from tasks.evaluation import metrics as eval_metrics
+    from tasks.evaluation.evaluate import play, write_outputs
+    from tasks.evaluation.report import publish_report
+    from tasks.evaluation.runs import UnitStore
+    from tasks.llm.client import default_client
+    from tasks.store import atomic_write_json, publish_dir, staged_dir
+    from tasks.validation import gate
+
+    started = time.monotonic()
+    if domain == "swe":
+        return evaluate_swe_domain(params, out, started)
+    root, cfg, settings, cases = prepare(domain, params)
+    store = UnitStore(root / ".cache" / "eval" / domain)
+    client = default_client()
+    bar = _progress_bar()
+    results, stats = play(cases, settings, cfg.roles, store, client=client, runner=runner, progress=bar)
+    out_dir = root / (out or f"data/eval/{domain}")
+    results_dir = root / ".cache" / "gx" / "results"
+    with staged_dir(out_dir) as staging:
+        summary = write_outputs(staging, results, cases, settings, cfg.roles, source=settings.cases)
+        gate("or_episodes", eval_metrics.episodes_frame([r.episode for r in results], [r.judge for r in results]),
+             artifact=f"{out_dir.relative_to(root)}/runs", results_dir=results_dir,
+             methods=[m.name for m in settings.methods])
+        gate("or_summary", eval_metrics.summary_frame(summary), artifact=f"{out_dir.relative_to(root)}/summary.json",
+             results_dir=results_dir)
+        report = (staging / "report.md").read_text(encoding="utf-8")
+        publish_dir(staging, out_dir)
+    publish_report(report, key=f"evaluate-{domain}")
+    metrics = {"backend": backend_line(cfg.roles), "cases": len(cases), "repeats": settings.repeats,
+               "episodes": len(results),
+               "rows": {row: {k: v for k, v in m.items() if k in HEADLINE} for row, m in summary.items()}}
+    atomic_write_json(root / "data" / "metrics" / "stages" / "evaluate" / f"{domain}.json", metrics)
+    return {"domain": domain, "episodes": len(results), "played": stats.played, "reused": stats.reused,
+            "rows": len(summary), "seconds": round(time.monotonic() - started, 1),
+            "out": str(out_dir.relative_to(root)) if out_dir.is_relative_to(root) else str(out_dir)}
+
+
+def evaluate_swe_domain(params: str, out: str | None, started: float) -> dict:
+    """evaluate@swe: questions per method on the SWE cases, answered by the simulated user, scored (CLARITI §7)."""
+    from tasks.evaluation import swe
+    from tasks.store import atomic_write_json, publish_dir, staged_dir
+    from tasks.validation import gate
+
+    root, cfg, settings, inputs = prepare("swe", params)
+    out_dir = root / (out or "data/eval/swe")
+    results_dir = root / ".cache" / "gx" / "results"
+    with staged_dir(out_dir) as staging:
+        summary = swe.evaluate_swe(inputs.cases, settings, cfg.roles, staging, root=root, inputs=inputs,
+                                   reward=cfg.reward, progress=_progress_bar())
+        run = summary.pop("run", {})
+        gate("swe_eval_summary", swe.summary_frame(summary), artifact=f"{out_dir.relative_to(root)}/summary.json",
+             results_dir=results_dir)
+        gate("swe_eval_rows", swe.rows_frame(staging), artifact=f"{out_dir.relative_to(root)}/rows.jsonl",
+             results_dir=results_dir)
+        report = (staging / "report.md").read_text(encoding="utf-8")
+        publish_dir(staging, out_dir)
+    from tasks.evaluation.report import publish_report
+
+    publish_report(report, key="evaluate-swe")
+    methods = summary.get("methods", summary)
+    metrics = {"backend": backend_line(cfg.roles, SWE_ROLES), "cases": len(inputs.cases),
+               "rows": {name: _swe_headline(m) for name, m in methods.items() if isinstance(m, dict)}}
+    atomic_write_json(root / "data" / "metrics" / "stages" / "evaluate" / "swe.json", metrics)
+    return {"domain": "swe", "episodes": len(inputs.cases) * len(settings.methods),
+            "played": run.get("computed", 0), "reused": run.get("reused", 0), "rows": len(metrics["rows"]),
+            "seconds": round(time.monotonic() - started, 1), "out": str(out_dir.relative_to(root))}
+
+
+def _swe_headline(metrics: dict) -> dict:
+    return {k: v for k, v in metrics.items() if isinstance(v, int | float) and not isinstance(v, bool)}
+
+
+def _progress_bar():
+    from tqdm import tqdm
+
+    bar = None
+
+    def update(done: int, total: int) -> None:
+        nonlocal bar
+        if bar is None:
+            bar = tqdm(total=total, desc="episodes", unit="ep", file=sys.stderr, disable=not sys.stderr.isatty())
+        bar.n = done
+        bar.refresh()
+        if done == total:
+            bar.close()
+
+    return update
+
+
+def describe(summary: dict) -> str:
+    return (f"evaluate@{summary['domain']}: {summary['episodes']} episodes ({summary['played']} played, "
+            f"{summary['reused']} resumed from the store), {summary['rows']} report rows -> {summary['out']}/ "
+            f"({summary['seconds']} s)")
+
+
+def build_flow():
+    from prefect import flow
+
+    return flow(name="evaluate", flow_run_name="evaluate-{domain}", log_prints=True)(evaluate)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    from flows import _env
+
+    _env.configure()
+    if run_main(lambda: prepare(args.domain, args.params)):
+        return EXIT_INPUT
+    return run_main(lambda: print(describe(build_flow()(domain=args.domain, params=args.params, out=args.out,
+                                                        runner=args.runner))))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,121 @@
+"""The interface every clarification method implements, and the context its model calls go through.
+
+A :class:`Method` is configured once per evaluation and creates one fresh :class:`EpisodeAgent` per episode. The
+agent keeps its private state (a gap ledger, candidate history) between turns, sees only :class:`AgentView`s, and
+returns an :class:`AgentAction` per turn. All model calls go through roles (``ctx.run`` / ``ctx.run_one``), so
+each one is cached, retried, accounted and switchable between the local backend and any litellm model.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+from typing import Protocol as TypingProtocol
+
+from pydantic import BaseModel
+
+from tasks.episodes.records import AgentAction, AgentView, Protocol
+from tasks.roles.base import RoleFailure, RoleSpec, run_role
+from tasks.roles.config import RoleConfig, RolesParams
+
+
+@dataclass
+class MethodContext:
+    """What a method may use: role settings, the LLM client, method options from params, and a seed."""
+
+    roles: RolesParams = field(default_factory=RolesParams)
+    client: Any = None
+    options: dict[str, Any] = field(default_factory=dict)
+    """This method's entry in ``params.yaml: evaluate.methods.<name>`` (minus the ``method`` key)."""
+    sample: str | None = None
+    """Set per episode by the loop: separates the cached calls of sampled (temperature > 0) roles across repeats."""
+
+    def role_config(self, name: str) -> RoleConfig:
+        return self.roles.get(name)
+
+    def run(self, spec: RoleSpec, inputs: Sequence[BaseModel]) -> list[Any]:
+        from tasks.llm.client import default_client
+
+        cfg = self.role_config(spec.name)
+        return run_role(spec, inputs, cfg, client=self.client or default_client(),
+                        sample=self.sample if cfg.temperature > 0 else None)
+
+    def run_one(self, spec: RoleSpec, inp: BaseModel) -> Any | RoleFailure:
+        return self.run(spec, [inp])[0]
+
+
+class EpisodeAgent(TypingProtocol):
+    def act(self, view: AgentView) -> AgentAction: ...
+
+    def counters(self) -> dict[str, float]:
+        """Method counters for run_health.json / statistics.json (e.g. the ledger counters of or-clarify.md §6.5)."""
+        ...
+
+    def event_logs(self) -> dict[str, list[dict]]:
+        """Extra event logs by file stem (e.g. ``ledger_events``), beyond the per-turn ``AgentAction.events``."""
+        ...
+
+
+class Method(TypingProtocol):
+    name: str
+    protocols: tuple[Protocol, ...]
+    """The protocols this method runs under (FreeQA: open; MC: mc; InterOPT: open, mc_d; ...)."""
+    uses_detector: bool
+    """False for external adapters (ORPilot): each question turn counts as one atomic question."""
+
+    def new_agent(self, case_id: str, brief: str, protocol: Protocol, *, seed: int, ctx: MethodContext) -> EpisodeAgent:
+        ...
+
+
+class BaseAgent:
+    """Convenience base: no counters and no extra logs unless a method adds them."""
+
+    def __init__(self) -> None:
+        self._counters: dict[str, float] = {}
+        self._logs: dict[str, list[dict]] = {}
+
+    def bump(self, name: str, by: float = 1) -> None:
+        self._counters[name] = self._counters.get(name, 0) + by
+
+    def log(self, stem: str, event: dict) -> None:
+        self._logs.setdefault(stem, []).append(event)
+
+    def counters(self) -> dict[str, float]:
+        return dict(self._counters)
+
+    def event_logs(self) -> dict[str, list[dict]]:
+        return {k: list(v) for k, v in self._logs.items()}
+
+
+_REGISTRY: dict[str, str] = {}
+"""Method name -> "module:factory". Factories take (name, options) and return a Method."""
+
+
+def register(name: str, target: str) -> None:
+    _REGISTRY[name] = target
+
+
+def method_names() -> list[str]:
+    _load_builtin()
+    return sorted(_REGISTRY)
+
+
+def get_method(name: str, kind: str | None = None, options: dict[str, Any] | None = None) -> Method:
+    """Build the method registered as ``kind`` (default: ``name``) under the display name ``name``."""
+    import importlib
+
+    _load_builtin()
+    kind = kind or name
+    if kind not in _REGISTRY:
+        raise KeyError(f"unknown method {kind!r} (known: {', '.join(sorted(_REGISTRY))})")
+    module, factory = _REGISTRY[kind].split(":")
+    return getattr(importlib.import_module(module), factory)(name, dict(options or {}))
+
+
+def _load_builtin() -> None:
+    if _REGISTRY:
+        return
+    from tasks.clarifiers import BUILTIN
+
+    _REGISTRY.update(BUILTIN)

@@ -1,0 +1,762 @@
+"""The InterOPT roles (or-clarify.md §6, §7): typed inputs and outputs, local backends, LLM prompts in
+``prompts/<role>/``.
+
+Choice (MC-D), with the persistent ledger (``tasks/clarifiers/ledger.py``):
+- ``or_gap_search`` (``GAP_SEARCH_SPEC``): Stage 1, proposes ADD updates for the ledger.
+- ``or_candidate_agent`` (``CANDIDATE_SPEC``): Stage 2, three candidate clarification states C1-C3 and three MC-D
+  questions Q1-Q3 each bound to an OPEN gap, or READY.
+- ``or_question_selector`` (``SELECTOR_SPEC``): picks one of Q1-Q3 by the published priority order.
+- ``or_direct_question`` (``DIRECT_SPEC``): InterOPT without Stage 2, gap search plus one bound question in one call.
+- ``or_gap_alignment`` (``ALIGNMENT_SPEC``): does the user's reply settle the asked gap (our aligned mode)?
+
+Open:
+- ``or_open_gap_search`` (``OPEN_GAP_SEARCH_SPEC``): per-turn gap search over brief + transcript, no ledger.
+- ``or_open_candidate_agent`` (``OPEN_CANDIDATE_SPEC``): three private candidates, one public question, or READY
+  with a formulatable confidence.
+
+Local backends read only the public brief and transcript and ask from the brief's gap inventory
+(``tasks/clarifiers/gaps.py``); a ledger gap that came from a model and is not in the inventory gets a question
+from a per-category template.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from tasks.clarifiers.gaps import OBJECTIVE_CUE, GapCandidate, all_gaps, brief_facts
+from tasks.clarifiers.ledger import MAX_NEW_PER_TURN, GapRow, GapUpdate, normalise
+from tasks.roles.base import RoleSpec
+
+OptionId = Literal["A", "B", "C"]
+OpenCategory = Literal["objective", "feasible_rule", "decision_scope", "entity_relation", "time_boundary",
+                       "hard_soft_policy"]
+SourceStatus = Literal["not stated", "inferred but unconfirmed", "partially answered"]
+
+CATEGORY_RANK = {"objective": 0, "constraint_set": 1, "hard_soft_policy": 1, "feasible_rule": 1, "decision_scope": 2,
+                 "entity_relation": 2, "time_boundary": 2}
+"""The published selector priority: objective > rules and policies > scope / entities / time > the rest."""
+TO_OPEN = {"constraint_set": "feasible_rule"}
+TO_LEDGER = {"feasible_rule": "constraint_set"}
+
+
+def category_rank(category: str) -> int:
+    return CATEGORY_RANK.get(category, 3)
+
+
+# ---- the public transcript as the roles see it --------------------------------------------------------------------
+
+
+class PublicTurn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    turn: int
+    speaker: Literal["agent", "user"]
+    content: str
+
+
+class QA(BaseModel):
+    """One asked question and the reply the agent saw, read back from the public transcript."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    turn: int
+    question: str
+    options: dict[str, str] = {}
+    reply: str
+    answer: str
+    """What the reply means: the chosen option's text, the D comment, or the free-text reply."""
+    choice: str | None = None
+    non_answer: bool
+
+
+NON_ANSWER = re.compile(
+    r"still needs? (internal )?confirm|needs? (internal )?confirmation|(can't|cannot|can not) (give|say|tell)|"
+    r"firm answer|not (yet )?(sure|decided|confirmed)|(don't|do not) know|"
+    r"no information|to be confirmed|\btbd\b|unclear|undecided|no idea", re.I)
+CHOICE_PICK = re.compile(r"selected option ([ABC])\b", re.I)
+D_REPLY = re.compile(r"none of the offered options match\.?\s*(.*)", re.I | re.S)
+USER_PREFIX_RE = re.compile(r"^\s*business user response:\s*", re.I)
+OPTION_LINE = re.compile(r"^\s*([ABC])\.\s+(.+)$")
+
+
+def parse_agent_turn(content: str) -> tuple[str, dict[str, str]]:
+    """(question, options) of an agent message; ('', {}) for READY or anything that is no question."""
+    text = content.strip()
+    if text.startswith("READY_TO_MODEL"):
+        return "", {}
+    lines = text.splitlines()
+    options = {m.group(1): m.group(2).strip() for line in lines if (m := OPTION_LINE.match(line))}
+    question_lines = [line for line in lines if not OPTION_LINE.match(line) and line.strip() != "Options:"]
+    question = re.sub(r"^\s*(QUESTION|Question)\s*:\s*", "", " ".join(question_lines).strip())
+    return question, options
+
+
+def is_non_answer(text: str) -> bool:
+    return bool(NON_ANSWER.search(text)) or not re.search(r"[A-Za-z0-9]", text)
+
+
+def qa_pairs(transcript: Sequence[PublicTurn]) -> list[QA]:
+    pairs: list[QA] = []
+    rows = list(transcript)
+    for i, row in enumerate(rows):
+        if row.speaker != "agent":
+            continue
+        question, options = parse_agent_turn(row.content)
+        if not question or i + 1 >= len(rows) or rows[i + 1].speaker != "user":
+            continue
+        reply = rows[i + 1].content.strip()
+        choice, answer = None, USER_PREFIX_RE.sub("", reply).strip()
+        if m := CHOICE_PICK.search(reply):
+            choice = m.group(1)
+            answer = options.get(choice, answer)
+            non_answer = False
+        elif m := D_REPLY.search(reply):
+            choice, answer = "D", m.group(1).strip()
+            non_answer = is_non_answer(answer)
+        else:
+            non_answer = is_non_answer(answer)
+        pairs.append(QA(turn=row.turn, question=question, options=options, reply=reply, answer=answer, choice=choice,
+                        non_answer=non_answer))
+    return pairs
+
+
+def asked_texts(transcript: Sequence[PublicTurn]) -> str:
+    return normalise(" ".join(parse_agent_turn(r.content)[0] for r in transcript if r.speaker == "agent"))
+
+
+# ---- questions for a gap ------------------------------------------------------------------------------------------
+
+CATEGORY_GUESS = [
+    ("objective", re.compile(r"\b(goal|objective|optimi[sz]\w*|maximi[sz]\w*|minimi[sz]\w*|success)\b", re.I)),
+    ("hard_soft_policy", re.compile(r"\b(must|strict|penalt\w*|allowed|may|in full|unmet|late|backlog\w*|"
+                                    r"preference|violat\w*)\b", re.I)),
+    ("entity_relation", re.compile(r"\b(depend\w*|requires?|exclude\w*|proportion|together|both)\b", re.I)),
+    ("constraint_set", re.compile(r"\b(limit\w*|maximum|minimum|at most|at least|capacity|rules?)\b", re.I)),
+    ("time_boundary", re.compile(r"\b(when|timing|start|end|horizon|hours?|days?|weeks?|months?|periods?|"
+                                 r"years?|shifts?)\b", re.I)),
+    ("decision_scope", re.compile(r"\b(decide|decisions?|whole numbers?|integers?|yes/no|quantit\w+|scope)\b", re.I)),
+]
+
+
+def guess_category(text: str) -> str:
+    """The gap category a free question most likely targets (for candidates bound to no gap)."""
+    return next((c for c, cue in CATEGORY_GUESS if cue.search(text)), "other")
+
+
+FALLBACK_OPTIONS: dict[str, dict[str, str]] = {
+    "objective": {"A": "Minimise the total cost", "B": "Maximise the total profit", "C": "Maximise the total output"},
+    "constraint_set": {"A": "There is an upper limit", "B": "There is a minimum requirement",
+                       "C": "No extra rule applies"},
+    "hard_soft_policy": {"A": "It must always hold", "B": "It may be broken at a penalty",
+                         "C": "It is only a preference"},
+    "decision_scope": {"A": "It is part of what the plan decides", "B": "It is fixed in advance",
+                       "C": "It is outside this plan"},
+    "time_boundary": {"A": "It applies from the start of each period", "B": "It applies at the end of each period",
+                      "C": "It applies only in some periods"},
+    "entity_relation": {"A": "They exclude each other", "B": "One requires the other", "C": "They are independent"},
+}
+
+
+def _sentence_core(description: str) -> str:
+    core = description.strip().rstrip(".")
+    return core[:1].lower() + core[1:] if core else core
+
+
+def template_for(row: GapRow, brief: str) -> GapCandidate:
+    """The inventory gap with this description, else a per-category question about the description."""
+    inventory = {normalise(g.description): g for g in all_gaps(brief)}
+    found = inventory.get(normalise(row.description))
+    if found is not None:
+        return found
+    question = (f"Which goal should the plan optimise, given that {_sentence_core(row.description)}?"
+                if row.category == "objective"
+                else f"Which of these best describes how this works for you: {_sentence_core(row.description)}?")
+    return GapCandidate(key=f"ledger:{normalise(row.description)}", category=row.category, description=row.description,
+                        evidence_quote=row.evidence_quote, question=question,
+                        options=FALLBACK_OPTIONS[row.category], priority=category_rank(row.category))
+
+
+LOWER_FIRST = frozenset("""a an the every each all any some no none one exactly at only it there they using unmet late
+actions amounts everything nothing minimise minimize maximise maximize""".split())
+
+
+def topic_of(gap: GapCandidate) -> str:
+    """A short noun phrase for the gap (for narrower re-asks)."""
+    kind = gap.key.partition(":")[0]
+    if kind == "limit":
+        return f"rules on {gap.description.removeprefix('Limits or rules on ').removesuffix(' are not stated.')}"
+    if kind == "relation":
+        return gap.description.removesuffix(" to each other is not stated.").replace("How ", "how ", 1)
+    fixed = {"objective": "the goal of the plan", "demand_policy": "meeting demand",
+             "selection": "how many of the options to choose", "sequence": "the order of the steps",
+             "timing": "timing rules", "horizon_end": "what must hold at the end of the horizon",
+             "decisions": "what the plan decides"}
+    return fixed.get(kind, _sentence_core(gap.description))
+
+
+def narrow_question(gap: GapCandidate, protocol: Literal["open", "mc_d"]) -> str:
+    """A narrower re-ask of an unsettled gap: under Open an assumption check on the leading hypothesis, under MC-D
+    the same hypotheses framed as current practice."""
+    if protocol == "open":
+        first = gap.options.get("A", gap.description).rstrip(".")
+        if first.split()[0].lower() in LOWER_FIRST:  # keep entity names as written ("Seeded rye", "Harry")
+            first = first[:1].lower() + first[1:]
+        if re.match(r"(minimi[sz]e|maximi[sz]e)\b", first):
+            first = f"the goal is to {first}"
+        return f"For now, may I assume that {first}?"
+    return f"Even if it is not final yet, which of these is closest to your current practice on {topic_of(gap)}?"
+
+
+def gap_question_variants(gap: GapCandidate) -> list[str]:
+    return [gap.question, narrow_question(gap, "open"), narrow_question(gap, "mc_d")]
+
+
+# ---- clarification states and summaries ---------------------------------------------------------------------------
+
+
+class ClarificationState(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    confirmed_business_goal: str = Field(min_length=1)
+    confirmed_decision_scope: list[str] = Field(min_length=1)
+    confirmed_constraints_and_rules: list[str] = Field(min_length=1)
+    known_inputs_entities_and_indices: list[str] = Field(min_length=1)
+    unresolved_business_assumptions: list[str] = Field(min_length=1)
+
+
+def _objective_sentence(brief: str) -> str:
+    for sentence in re.split(r"(?<=[.!?])\s+|\n+", brief):
+        if OBJECTIVE_CUE.search(sentence):
+            return sentence.strip()[:200]
+    return ""
+
+
+def build_state(brief: str, transcript: Sequence[PublicTurn], unresolved: Sequence[str]) -> ClarificationState:
+    facts = brief_facts(brief)
+    goal = _objective_sentence(brief)
+    scope: list[str] = []
+    rules: list[str] = []
+    pending: list[str] = []
+    for qa in qa_pairs(transcript):
+        if qa.non_answer:
+            pending.append(f"Not confirmed yet: {qa.question}")
+            continue
+        kind = guess_category(qa.question)
+        line = f"{qa.question} -> {qa.answer}"
+        if kind == "objective":
+            goal = qa.answer
+        elif kind == "decision_scope":
+            scope.append(line)
+        else:
+            rules.append(line)
+    known = ([f"Entities named in the request: {', '.join(facts.entities)}"] if facts.entities else [])
+    known += [f"Time unit: {facts.time_unit}"] if facts.time_unit else []
+    return ClarificationState(
+        confirmed_business_goal=goal or "Not confirmed yet: what the plan should optimise",
+        confirmed_decision_scope=scope or ["Not confirmed yet: the exact decisions and their units"],
+        confirmed_constraints_and_rules=rules or ["Not confirmed yet: rules beyond those stated in the request"],
+        known_inputs_entities_and_indices=known or ["Not confirmed yet: the entities and indices of the model"],
+        unresolved_business_assumptions=[*unresolved, *pending] or ["None identified"],
+    )
+
+
+def compose_summary(brief: str, transcript: Sequence[PublicTurn], unresolved: Sequence[str]) -> str:
+    """A model-ready summary that lists what the interview confirmed and flags what still needs confirmation."""
+    state = build_state(brief, transcript, unresolved)
+    lines = [f"Goal: {state.confirmed_business_goal}"]
+    lines += [f"Confirmed: {line}" for line in state.confirmed_decision_scope + state.confirmed_constraints_and_rules
+              if not line.startswith("Not confirmed")]
+    lines += [f"Still needs confirmation: {u}" for u in [*unresolved]]
+    lines += [f"Still needs confirmation: {qa.question}" for qa in qa_pairs(transcript) if qa.non_answer]
+    return "\n".join(lines)
+
+
+# ---- Stage 1 (choice): gap search --------------------------------------------------------------------------------
+
+
+class GapSearchInput(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    brief: str
+    transcript: list[PublicTurn] = []
+    ledger: list[GapRow] = Field(default=[], description="The current ledger; never re-report one of its gaps.")
+
+
+class GapSearchOutput(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    decision: Literal["CONTINUE", "NO_NEW_GAP"]
+    search_summary: str
+    updates: list[GapUpdate] = Field(default=[], description=f"At most {MAX_NEW_PER_TURN} ADD updates; empty with "
+                                                             f"NO_NEW_GAP.")
+
+    @model_validator(mode="after")
+    def _no_new_gap_is_empty(self) -> "GapSearchOutput":
+        if self.decision == "NO_NEW_GAP" and self.updates:
+            raise ValueError("NO_NEW_GAP must come with empty updates")
+        return self
+
+
+def settled_by_transcript(gap: GapCandidate, transcript: Sequence[PublicTurn], asked: str) -> bool:
+    """The gap's own question (or a narrower variant) was asked, or, for the objective, any objective question got a
+    real answer (an agent may word it its own way)."""
+    if any(normalise(v) in asked for v in gap_question_variants(gap)):
+        return True
+    return gap.category == "objective" and any(guess_category(qa.question) == "objective" and not qa.non_answer
+                                               for qa in qa_pairs(transcript))
+
+
+def inventory_new_gaps(brief: str, transcript: Sequence[PublicTurn], ledger: Sequence[GapRow]) -> list[GapCandidate]:
+    """Inventory gaps not yet in the ledger (by description) and not settled by the transcript."""
+    known = {normalise(r.description) for r in ledger}
+    asked = asked_texts(transcript)
+    return [g for g in all_gaps(brief)
+            if normalise(g.description) not in known and not settled_by_transcript(g, transcript, asked)]
+
+
+def gap_search_local(inp: GapSearchInput) -> GapSearchOutput:
+    new = inventory_new_gaps(inp.brief, inp.transcript, inp.ledger)[:MAX_NEW_PER_TURN]
+    if not new:
+        return GapSearchOutput(decision="NO_NEW_GAP", search_summary="Every gap the request leaves open is already "
+                                                                     "in the ledger.")
+    return GapSearchOutput(
+        decision="CONTINUE",
+        search_summary=f"{len(new)} new gap(s): " + "; ".join(f"{g.category}: {g.description}" for g in new),
+        updates=[GapUpdate(category=g.category, description=g.description, evidence_quote=g.evidence_quote)
+                 for g in new],
+    )
+
+
+GAP_SEARCH_SPEC = RoleSpec(name="or_gap_search", input_model=GapSearchInput, output_model=GapSearchOutput,
+                           local=gap_search_local)
+
+
+# ---- Stage 2 (choice): candidate states and questions ------------------------------------------------------------
+
+
+class CandidateQuestion(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    question: str = Field(min_length=1, description="One semantic question.")
+    options: dict[OptionId, str] = Field(description="Exactly three short, mutually exclusive business hypotheses "
+                                                     "A, B, C; no 'other' option.")
+    allow_other: Literal[True] = True
+    frontier_gap_id: str = Field(description="The OPEN ledger gap this question targets, or NONE when no gap is open.")
+
+    @model_validator(mode="after")
+    def _three_options(self) -> "CandidateQuestion":
+        if sorted(self.options) != ["A", "B", "C"] or any(not v.strip() for v in self.options.values()):
+            raise ValueError("exactly three non-empty options A, B, C are required")
+        if len({normalise(v) for v in self.options.values()}) < 3:
+            raise ValueError("the options must be distinct")
+        return self
+
+
+class CandidateInput(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    brief: str
+    transcript: list[PublicTurn] = []
+    open_gaps: list[GapRow] = Field(default=[], description="The OPEN ledger gaps; every candidate binds to one.")
+    attempt: int = 1
+    feedback: str = ""
+    """Why the previous attempt was rejected (binding or format), empty on the first attempt."""
+
+
+class CandidateOutput(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    decision: Literal["ASK", "READY"]
+    C1: ClarificationState
+    C2: ClarificationState
+    C3: ClarificationState
+    Q1: CandidateQuestion | None = None
+    Q2: CandidateQuestion | None = None
+    Q3: CandidateQuestion | None = None
+    deep_search_decision_evidence: str = ""
+    evidence: str = ""
+    summary: str = ""
+
+    @model_validator(mode="after")
+    def _shape(self) -> "CandidateOutput":
+        if self.decision == "ASK" and not (self.Q1 and self.Q2 and self.Q3):
+            raise ValueError("ASK needs three candidate questions Q1, Q2, Q3")
+        if self.decision == "READY" and not self.summary.strip():
+            raise ValueError("READY needs a summary")
+        return self
+
+    def questions(self) -> dict[str, CandidateQuestion]:
+        return {k: q for k, q in (("Q1", self.Q1), ("Q2", self.Q2), ("Q3", self.Q3)) if q is not None}
+
+
+def _ranked(rows: Sequence[GapRow]) -> list[GapRow]:
+    return sorted(rows, key=lambda r: (category_rank(r.category), r.gap_id))
+
+
+def _choice_question(row: GapRow, brief: str, frontier_id: str) -> CandidateQuestion:
+    gap = template_for(row, brief)
+    question = narrow_question(gap, "mc_d") if row.ask_count else gap.question
+    return CandidateQuestion(question=question, options=gap.options, frontier_gap_id=frontier_id)
+
+
+def unguided_gaps(brief: str, transcript: Sequence[PublicTurn]) -> list[GapCandidate]:
+    """What an agent without gap guidance still has in view: nothing keeps a list of gaps for it, so (as the local
+    generic agents do) it covers each gap category once, with the highest-priority unasked gap of a category it has
+    not asked about yet."""
+    asked = asked_texts(transcript)
+    gaps = all_gaps(brief)
+    done = {g.key for g in gaps if any(normalise(v) in asked for v in gap_question_variants(g))}
+    covered = {g.category for g in gaps if g.key in done}
+    return [g for g in gaps if g.key not in done and g.category not in covered]
+
+
+def _free_rows(brief: str, transcript: Sequence[PublicTurn]) -> list[GapRow]:
+    """Without open ledger gaps: the agent's own view of what is still open."""
+    return [GapRow(gap_id="NONE", category=g.category, description=g.description, evidence_quote=g.evidence_quote,
+                   created_turn=1, updated_turn=1) for g in unguided_gaps(brief, transcript)]
+
+
+def candidate_local(inp: CandidateInput) -> CandidateOutput:
+    rows = _ranked(inp.open_gaps) if inp.open_gaps else _free_rows(inp.brief, inp.transcript)
+    unresolved = [r.description for r in rows]
+    state = build_state(inp.brief, inp.transcript, unresolved)
+    if not rows:
+        summary = compose_summary(inp.brief, inp.transcript, [])
+        return CandidateOutput(decision="READY", C1=state, C2=state, C3=state,
+                               evidence="No open gap remains in the ledger or the request.", summary=summary)
+    top = rows[:3]
+    while len(top) < 3:  # fewer than three open gaps: pad with the narrower variant of the leading gap
+        top.append(top[0].model_copy(update={"ask_count": top[0].ask_count + 1}))
+    questions = []
+    for row in top:
+        frontier = row.gap_id if inp.open_gaps else "NONE"
+        questions.append(_choice_question(row, inp.brief, frontier))
+    states = [state.model_copy(update={"unresolved_business_assumptions": [r.description] + [
+        u for u in unresolved if u != r.description]}) for r in top]
+    evidence = "Open: " + "; ".join(f"{r.gap_id} ({r.category}) {r.description}" for r in rows[:5])
+    return CandidateOutput(decision="ASK", C1=states[0], C2=states[1], C3=states[2], Q1=questions[0], Q2=questions[1],
+                           Q3=questions[2], deep_search_decision_evidence=evidence)
+
+
+CANDIDATE_SPEC = RoleSpec(name="or_candidate_agent", input_model=CandidateInput, output_model=CandidateOutput,
+                          local=candidate_local)
+
+
+# ---- selector ----------------------------------------------------------------------------------------------------
+
+
+class SelectorCandidate(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    question_id: Literal["Q1", "Q2", "Q3"]
+    question: str
+    options: dict[str, str]
+    frontier_gap_id: str
+
+
+class FrontierGap(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    gap_id: str
+    category: str
+    description: str
+
+
+class SelectorInput(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    transcript: list[PublicTurn] = []
+    states: list[ClarificationState] = Field(default=[], description="The candidate clarification states C1-C3.")
+    candidates: list[SelectorCandidate]
+    eligible_frontier: list[FrontierGap] = Field(default=[], description="The OPEN gaps a candidate may bind to.")
+    attempt: int = 1
+
+
+class SelectorOutput(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    evaluation_process: str
+    selected_question_id: Literal["Q1", "Q2", "Q3"]
+
+
+def _candidate_category(c: SelectorCandidate, frontier: dict[str, FrontierGap]) -> str:
+    gap = frontier.get(c.frontier_gap_id)
+    return gap.category if gap is not None else guess_category(c.question)
+
+
+def selector_local(inp: SelectorInput) -> SelectorOutput:
+    frontier = {g.gap_id: g for g in inp.eligible_frontier}
+    eligible = [c for c in inp.candidates if not frontier or c.frontier_gap_id in frontier] or inp.candidates
+    asked = asked_texts(inp.transcript)
+    fresh = [c for c in eligible if normalise(c.question) not in asked] or eligible
+    best = min(fresh, key=lambda c: (category_rank(_candidate_category(c, frontier)), c.question_id))
+    ranks = ", ".join(f"{c.question_id}={_candidate_category(c, frontier)}" for c in inp.candidates)
+    return SelectorOutput(evaluation_process=f"Priority objective > rules > scope/entities/time; candidates: {ranks}.",
+                          selected_question_id=best.question_id)
+
+
+SELECTOR_SPEC = RoleSpec(name="or_question_selector", input_model=SelectorInput, output_model=SelectorOutput,
+                         local=selector_local)
+
+
+# ---- InterOPT without Stage 2 (choice): gap search and one question in one call -------------------------------------
+
+
+class DirectInput(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    brief: str
+    transcript: list[PublicTurn] = []
+    ledger: list[GapRow] = []
+    attempt: int = 1
+    feedback: str = ""
+
+
+class DirectOutput(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    decision: Literal["ASK", "READY"]
+    search_summary: str = ""
+    updates: list[GapUpdate] = []
+    selected_gap_ref: str = Field(default="", description="An existing OPEN gap id (G###) or N1-N3 for the n-th "
+                                                          "new gap in updates.")
+    question: str = ""
+    options: dict[OptionId, str] = {}
+    allow_other: Literal[True] = True
+    summary: str = ""
+
+    @model_validator(mode="after")
+    def _shape(self) -> "DirectOutput":
+        if self.decision == "ASK":
+            if not self.question.strip() or sorted(self.options) != ["A", "B", "C"]:
+                raise ValueError("ASK needs a question and exactly three options A, B, C")
+            if not re.fullmatch(r"G\d{3,}|N[1-3]", self.selected_gap_ref):
+                raise ValueError("selected_gap_ref must be G### or N1-N3")
+        elif not self.summary.strip():
+            raise ValueError("READY needs a summary")
+        return self
+
+
+def direct_local(inp: DirectInput) -> DirectOutput:
+    new = inventory_new_gaps(inp.brief, inp.transcript, inp.ledger)[:MAX_NEW_PER_TURN]
+    updates = [GapUpdate(category=g.category, description=g.description, evidence_quote=g.evidence_quote) for g in new]
+    pool = [(r.gap_id, r) for r in inp.ledger if r.status == "OPEN"]
+    pool += [(f"N{i}", GapRow(gap_id=f"N{i}", category=u.category, description=u.description,
+                              evidence_quote=u.evidence_quote, created_turn=1, updated_turn=1))
+             for i, u in enumerate(updates, 1)]
+    summary = f"{len(updates)} new gap(s)" + (": " + "; ".join(u.description for u in updates) if updates else "")
+    if not pool:
+        return DirectOutput(decision="READY", search_summary=summary,
+                            summary=compose_summary(inp.brief, inp.transcript, []))
+    ref, row = min(pool, key=lambda p: (category_rank(p[1].category), p[0].startswith("N"), p[0]))
+    q = _choice_question(row, inp.brief, ref)
+    return DirectOutput(decision="ASK", search_summary=summary, updates=updates, selected_gap_ref=ref,
+                        question=q.question, options=q.options)
+
+
+DIRECT_SPEC = RoleSpec(name="or_direct_question", input_model=DirectInput, output_model=DirectOutput,
+                       local=direct_local)
+
+
+# ---- answer-gap alignment (our aligned mode) -----------------------------------------------------------------------
+
+
+class AlignmentInput(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    gap_category: str
+    gap_description: str
+    question: str
+    options: dict[str, str] = {}
+    reply: str = Field(description="The user's public reply, exactly as the agent saw it.")
+
+
+class AlignmentOutput(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    settled: bool = Field(description="True when the reply pins down the gap firmly enough to model it.")
+    rationale: str
+
+
+def alignment_local(inp: AlignmentInput) -> AlignmentOutput:
+    reply = inp.reply.strip()
+    if m := CHOICE_PICK.search(reply):
+        letter = m.group(1)
+        if letter in inp.options or not inp.options:
+            return AlignmentOutput(settled=True, rationale=f"The user picked option {letter}, a definite answer.")
+        return AlignmentOutput(settled=False, rationale=f"Option {letter} was not offered.")
+    text = (m.group(1) if (m := D_REPLY.search(reply)) else USER_PREFIX_RE.sub("", reply)).strip()
+    if is_non_answer(text):
+        return AlignmentOutput(settled=False, rationale="The reply does not commit to an answer; the point still needs "
+                                                        "confirmation.")
+    return AlignmentOutput(settled=True, rationale="The reply states a definite fact on the asked point.")
+
+
+ALIGNMENT_SPEC = RoleSpec(name="or_gap_alignment", input_model=AlignmentInput, output_model=AlignmentOutput,
+                          local=alignment_local)
+
+
+# ---- Open: Stage 1 gap search ------------------------------------------------------------------------------------
+
+
+class OpenGap(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    gap_id: str
+    category: OpenCategory
+    description: str
+    direct_question: str = Field(min_length=1)
+    source_status: SourceStatus
+    why_material: str
+
+
+class OpenGapSearchInput(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    brief: str
+    transcript: list[PublicTurn] = []
+
+
+class OpenGapSearchOutput(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    search_summary: str
+    ready_to_model: bool
+    gaps: list[OpenGap] = Field(default=[], max_length=5, description="1-5 gaps by priority; empty only when "
+                                                                      "ready_to_model is true.")
+
+    @model_validator(mode="after")
+    def _gaps_or_ready(self) -> "OpenGapSearchOutput":
+        if not self.gaps and not self.ready_to_model:
+            raise ValueError("list at least one gap unless ready_to_model is true")
+        return self
+
+
+WHY_MATERIAL = {
+    "objective": "Without the goal the model has nothing to optimise.",
+    "feasible_rule": "A missing rule changes which plans are feasible.",
+    "hard_soft_policy": "Whether a requirement is strict changes feasibility and the objective.",
+    "decision_scope": "The decisions and their domains define the variables.",
+    "entity_relation": "Links between entities add constraints.",
+    "time_boundary": "Timing rules change how periods connect.",
+}
+
+
+def unsettled_inventory(brief: str, transcript: Sequence[PublicTurn]) -> list[GapCandidate]:
+    """Inventory gaps whose question (or a narrower variant) was never asked: each gap is asked at most once, so a
+    reply that only says the point needs confirmation does not make the search loop on it."""
+    asked = asked_texts(transcript)
+    return [g for g in all_gaps(brief) if not settled_by_transcript(g, transcript, asked)]
+
+
+def to_open_gap(g: GapCandidate, status: SourceStatus = "not stated") -> OpenGap:
+    category = TO_OPEN.get(g.category, g.category)
+    return OpenGap(gap_id=g.key, category=category, description=g.description, direct_question=g.question,
+                   source_status=status, why_material=WHY_MATERIAL[category])
+
+
+def open_gap_search_local(inp: OpenGapSearchInput) -> OpenGapSearchOutput:
+    gaps = unsettled_inventory(inp.brief, inp.transcript)[:5]
+    if not gaps:
+        return OpenGapSearchOutput(search_summary="The request and the answers so far settle every gap found.",
+                                   ready_to_model=True)
+    return OpenGapSearchOutput(search_summary="Open: " + "; ".join(g.description for g in gaps), ready_to_model=False,
+                               gaps=[to_open_gap(g) for g in gaps])
+
+
+OPEN_GAP_SEARCH_SPEC = RoleSpec(name="or_open_gap_search", input_model=OpenGapSearchInput,
+                                output_model=OpenGapSearchOutput, local=open_gap_search_local)
+
+
+# ---- Open: Stage 2 candidate questions ---------------------------------------------------------------------------
+
+
+class OpenCandidate(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    question: str = Field(min_length=1)
+    why_it_matters: str
+    answerability: Literal["high", "medium", "low"]
+    overask_risk: Literal["low", "medium", "high"]
+    selection_score: float = Field(ge=0.0, le=1.0)
+
+
+class OpenCandidateInput(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    brief: str
+    transcript: list[PublicTurn] = []
+    guidance: OpenGapSearchOutput | None = Field(default=None, description="Private Stage 1 gap-search guidance; "
+                                                                           "absent without Stage 1.")
+    attempt: int = 1
+    feedback: str = ""
+
+
+class OpenCandidateOutput(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    decision: Literal["ASK", "READY"]
+    candidates: list[OpenCandidate] = []
+    public_question: str = Field(default="", description="ASK: one single question, no list, nothing about solvers, "
+                                                         "formats or code.")
+    formulatable_confidence: float | None = Field(default=None, ge=0.0, le=1.0)
+    confidence_rationale: str = ""
+    summary: str = ""
+
+    @model_validator(mode="after")
+    def _shape(self) -> "OpenCandidateOutput":
+        if self.decision == "ASK":
+            if len(self.candidates) != 3 or not self.public_question.strip():
+                raise ValueError("ASK needs exactly three candidates and a public_question")
+        elif self.formulatable_confidence is None or not self.summary.strip():
+            raise ValueError("READY needs formulatable_confidence and a summary")
+        return self
+
+
+def open_confidence(transcript: Sequence[PublicTurn], remaining: int) -> float:
+    """Local formulatable confidence: 0.9, less 0.15 per point that still needs confirmation, within [0.1, 0.95]."""
+    pending = sum(qa.non_answer for qa in qa_pairs(transcript)) + remaining
+    return round(min(0.95, max(0.1, 0.9 - 0.15 * pending)), 2)
+
+
+def open_candidate_local(inp: OpenCandidateInput) -> OpenCandidateOutput:
+    guidance = inp.guidance
+    if guidance is None:
+        own = [to_open_gap(g) for g in unguided_gaps(inp.brief, inp.transcript)[:5]]
+        guidance = OpenGapSearchOutput(search_summary="own reading of the request", ready_to_model=not own, gaps=own)
+    gaps = list(guidance.gaps)
+    if guidance.ready_to_model or not gaps:
+        return OpenCandidateOutput(decision="READY", formulatable_confidence=open_confidence(inp.transcript, 0),
+                                   confidence_rationale="No material gap is left unasked.",
+                                   summary=compose_summary(inp.brief, inp.transcript, []))
+    asked = asked_texts(inp.transcript)
+    inventory = {g.key: g for g in all_gaps(inp.brief)}
+    candidates: list[OpenCandidate] = []
+    for rank, gap in enumerate(sorted(gaps, key=lambda g: category_rank(g.category))[:3]):
+        question = gap.direct_question
+        if gap.source_status == "partially answered" and gap.gap_id in inventory:
+            question = narrow_question(inventory[gap.gap_id], "open")
+        if normalise(question) in asked:
+            continue
+        candidates.append(OpenCandidate(question=question, why_it_matters=gap.why_material, answerability="high",
+                                        overask_risk="low", selection_score=round(0.9 - 0.2 * rank, 2)))
+    if not candidates:
+        return OpenCandidateOutput(decision="READY", formulatable_confidence=open_confidence(inp.transcript, len(gaps)),
+                                   confidence_rationale="Every remaining gap was already asked.",
+                                   summary=compose_summary(inp.brief, inp.transcript, [g.description for g in gaps]))
+    lead = inventory.get(min(gaps, key=lambda g: category_rank(g.category)).gap_id)
+    while len(candidates) < 3:  # pad with lower-scored assumption checks, never selected over a direct question
+        text = narrow_question(lead, "open") if lead else f"Can you confirm this point: {candidates[0].question}"
+        candidates.append(OpenCandidate(question=text, why_it_matters="A narrower check of the leading gap.",
+                                        answerability="medium", overask_risk="medium",
+                                        selection_score=round(0.3 - 0.1 * len(candidates), 2)))
+    best = max(candidates, key=lambda c: c.selection_score)
+    return OpenCandidateOutput(decision="ASK", candidates=candidates, public_question=best.question)
+
+
+OPEN_CANDIDATE_SPEC = RoleSpec(name="or_open_candidate_agent", input_model=OpenCandidateInput,
+                               output_model=OpenCandidateOutput, local=open_candidate_local)

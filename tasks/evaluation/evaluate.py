@@ -1,0 +1,137 @@
+"""Play and judge every unit of an evaluation (resumably), then build its outputs in a folder.
+
+``play`` returns one :class:`UnitResult` per unit, taking finished units from the store; ``write_outputs`` writes
+the run directories, the summary, the recovery curves and the report into a (staging) folder and returns the
+summary. The flow (flows/evaluate.py) gates and publishes that folder.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tasks.clarifiers.base import Method, MethodContext, get_method
+from tasks.evaluation.runs import (
+    EvalSettings,
+    MethodEntry,
+    Unit,
+    UnitResult,
+    UnitStore,
+    code_version,
+    execute,
+    plan_units,
+    unit_key,
+)
+from tasks.records import Case
+from tasks.roles.config import RolesParams
+
+
+@dataclass
+class PlayStats:
+    played: int = 0
+    reused: int = 0
+
+
+_METHODS: dict[str, Method] = {}
+_METHODS_LOCK = threading.Lock()
+
+
+def method_for(entry: MethodEntry) -> Method:
+    """One Method per entry and process (a policy keeps its loaded model); built on first use."""
+    key = entry.model_dump_json()
+    with _METHODS_LOCK:
+        if key not in _METHODS:
+            _METHODS[key] = get_method(entry.name, entry.kind, entry.options)
+        return _METHODS[key]
+
+
+def play_unit(unit: Unit, case: Case, entry: MethodEntry, settings: EvalSettings, roles: RolesParams,
+              store_folder: Path, code: str, client=None) -> tuple[UnitResult, bool]:
+    """Play and judge one unit, or take it from the store; returns the result and whether it was reused.
+
+    A module-level function of picklable arguments, so Dask workers can run it (``client`` None = the process's
+    default LLM client).
+    """
+    from tasks.episodes.loop import run_episode
+    from tasks.evaluation.judge import judge_episodes
+
+    store = UnitStore(store_folder)
+    key = unit_key(unit, case, entry, settings, roles, code)
+    done = store.get(key)
+    if done is not None:
+        return done, True
+    method = method_for(entry)
+    if getattr(method, "privileged", False):
+        method.bind_cases({case.case_id: case})
+    ctx = MethodContext(roles=roles, client=client, options=entry.options)
+    episode = run_episode(case, method, unit.protocol, repeat=unit.repeat, seed=settings.seed,
+                          max_turns=settings.max_turns, ctx=ctx)
+    [judge] = judge_episodes({case.case_id: case}, [episode], MethodContext(roles=roles, client=client),
+                             over_questioning_after=settings.over_questioning_after)
+    result = UnitResult(key=key, episode=episode, judge=judge)
+    store.put(result)
+    return result, False
+
+
+def play(cases: Sequence[Case], settings: EvalSettings, roles: RolesParams, store: UnitStore, *, client=None,
+         runner: str | None = None, progress: Callable[[int, int], None] | None = None,
+         units: Sequence[Unit] | None = None) -> tuple[list[UnitResult], PlayStats]:
+    """Every unit's result in unit order (finished units come from ``store``)."""
+    from functools import partial
+
+    by_id = {c.case_id: c for c in cases}
+    entries = {e.name: e for e in settings.methods}
+    units = list(units) if units is not None else plan_units(cases, settings)
+    runner = runner or settings.task_runner
+    code = code_version()
+    # Dask may run the work in other processes: nothing unpicklable (the LLM client) travels with it there
+    shared = None if runner == "dask" else client
+    work = partial(_play_one, by_id=by_id, entries=entries, settings=settings, roles=roles, store=store.folder,
+                   code=code, client=shared)
+    outcomes = execute(units, work, concurrency=settings.concurrency, runner=runner,
+                       dask_address=settings.dask_address, progress=progress)
+    stats = PlayStats(played=sum(not reused for _, reused in outcomes), reused=sum(reused for _, reused in outcomes))
+    return [result for result, _ in outcomes], stats
+
+
+def _play_one(unit: Unit, *, by_id, entries, settings, roles, store, code, client) -> tuple[UnitResult, bool]:
+    return play_unit(unit, by_id[unit.case_id], entries[unit.method], settings, roles, store, code, client)
+
+
+def write_outputs(out: Path, results: Sequence[UnitResult], cases: Sequence[Case], settings: EvalSettings,
+                  roles: RolesParams, *, source: str) -> dict[str, Any]:
+    """Run directories, ``summary.json``, ``recovery.json``/``recovery.png``, ``report.md`` and ``run_config.json``."""
+    from tasks.evaluation import metrics, plots, report
+    from tasks.evaluation.judge import judge_input_markdown
+    from tasks.evaluation.runs import write_run_dir
+    from tasks.roles.config import describe_roles
+    from tasks.store import atomic_write_json, atomic_write_text
+
+    by_id = {c.case_id: c for c in cases}
+    for r in results:
+        unit = Unit(case_id=r.episode.case_id, method=r.episode.method, protocol=r.episode.protocol,
+                    repeat=r.episode.repeat)
+        write_run_dir(out / unit.rel_dir, r.episode, r.judge, judge_input_markdown(by_id[unit.case_id], r.episode, r.judge))
+    episodes = [r.episode for r in results]
+    judgements = [r.judge for r in results]
+    summary = metrics.summarise(episodes, judgements, by_id, n_resamples=settings.bootstrap, seed=settings.seed)
+    curves = metrics.recovery_curves(episodes, judgements, by_id, n_resamples=settings.bootstrap, seed=settings.seed)
+    run_config = {
+        "cases": source,
+        "case_count": len(cases),
+        "repeats": settings.repeats,
+        "max_turns": settings.max_turns,
+        "seed": settings.seed,
+        "methods": [m.model_dump(mode="json") for m in settings.methods],
+        "roles": describe_roles(roles),
+    }
+    atomic_write_json(out / "run_config.json", run_config)
+    atomic_write_json(out / "summary.json", summary)
+    atomic_write_json(out / "recovery.json", curves)
+    plots.recovery_plot(curves, out / "recovery.png")
+    markdown = report.report_markdown(summary, run_config, describe_roles(roles))
+    atomic_write_text(out / "report.md", markdown)
+    return summary

@@ -1,0 +1,314 @@
+"""Evaluation runs: the episode units of one evaluation, their resumable store, and the per-run artifacts.
+
+A **unit** is one case x method x protocol x repeat. Running a unit plays the episode and judges it; the result
+(:class:`UnitResult`) is written atomically to ``<store>/<key>.json``, where ``key`` hashes everything that
+determines the result: the case's content, the method's settings, the protocol, the repeat, the seed, the turn
+limit, the settings of every role, and the source of the code that plays and judges episodes. A run that is killed
+at any point therefore resumes by skipping the units whose file exists; the units that were cut off replay their
+finished model calls from the LLM call cache, so no provider call is repeated. The store lives under ``.cache`` (not
+a DVC output), so it survives stage reruns.
+
+Run artifacts (or-clarify.md §9) are written per unit under
+``runs/<protocol>/<method>/run_<KK>/<case_id>/`` by :func:`write_run_dir`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from tasks.episodes.records import PROTOCOLS, Episode, JudgeResult, Protocol
+from tasks.records import SAFE_ID, Case
+from tasks.store import atomic_write_json, atomic_write_text, canonical_json
+
+
+class MethodEntry(BaseModel):
+    """One row of ``params.yaml: evaluate.<domain>.methods``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(pattern=SAFE_ID)
+    """Display name (the report row is ``protocol::name``) and the run-folder name."""
+    method: str | None = None
+    """Registered method kind (tasks/clarifiers/__init__.py); defaults to ``name``."""
+    protocols: list[Protocol] | None = None
+    """Protocols to run it under; defaults to every protocol the method supports."""
+    options: dict[str, Any] = {}
+
+    @property
+    def kind(self) -> str:
+        return self.method or self.name
+
+
+class EvalSettings(BaseModel):
+    """``params.yaml: evaluate.<domain>``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    cases: str = "data/cases/optimization/cases.jsonl"
+    """A cases JSONL (one Case per line) or a folder of OR-Clarify TOML files (e.g. ../shared/data/or-clarify)."""
+    case_ids: list[str] | None = None
+    limit: int | None = Field(default=None, ge=1)
+    repeats: int = Field(default=3, ge=1)
+    max_turns: int = Field(default=20, ge=1)
+    seed: int = 0
+    concurrency: int = Field(default=8, ge=1)
+    task_runner: str = Field(default="threads", pattern="^(threads|dask|serial)$")
+    """threads: Prefect's ThreadPoolTaskRunner; dask: prefect-dask's DaskTaskRunner (a local cluster unless
+    ``dask_address`` is set); serial: one at a time in the flow's thread."""
+    dask_address: str | None = None
+    over_questioning_after: int = Field(default=4, ge=1)
+    """Judge: question turns after the last P0/P1 hit that make a stop ``over_questioning``."""
+    bootstrap: int = Field(default=2000, ge=100)
+    methods: list[MethodEntry] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _unique(self) -> EvalSettings:
+        names = [m.name for m in self.methods]
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        if dupes:
+            raise ValueError(f"duplicate method names: {', '.join(dupes)}")
+        return self
+
+
+class Unit(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    case_id: str
+    method: str
+    protocol: Protocol
+    repeat: int
+
+    @property
+    def rel_dir(self) -> str:
+        return f"runs/{self.protocol}/{self.method}/run_{self.repeat:02d}/{self.case_id}"
+
+
+class UnitResult(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    key: str
+    episode: Episode
+    judge: JudgeResult
+
+
+def plan_units(cases: Sequence[Case], settings: EvalSettings) -> list[Unit]:
+    """Every unit in a fixed order: method, protocol, repeat, case (the order of the report's rows)."""
+    from tasks.clarifiers.base import get_method
+
+    units: list[Unit] = []
+    for entry in settings.methods:
+        method = get_method(entry.name, entry.kind, entry.options)
+        protocols = entry.protocols or list(method.protocols)
+        for protocol in protocols:
+            if protocol not in method.protocols:
+                raise ValueError(f"method {entry.name!r} does not support protocol {protocol!r} "
+                                 f"(supports: {', '.join(method.protocols)})")
+        for protocol in [p for p in PROTOCOLS if p in protocols]:
+            for repeat in range(1, settings.repeats + 1):
+                units += [Unit(case_id=c.case_id, method=entry.name, protocol=protocol, repeat=repeat) for c in cases]
+    return units
+
+
+def code_version() -> str:
+    """Hash of the source that plays and judges episodes; any edit there invalidates the stored results."""
+    root = Path(__file__).resolve().parents[1]
+    digest = hashlib.sha256()
+    for folder in ("episodes", "clarifiers", "evaluation", "roles", "llm"):
+        for path in sorted((root / folder).rglob("*")):
+            if path.is_file() and path.suffix in {".py", ".j2", ".npz"}:
+                digest.update(path.relative_to(root).as_posix().encode())
+                digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+def unit_key(unit: Unit, case: Case, entry: MethodEntry, settings: EvalSettings, roles: BaseModel, code: str) -> str:
+    material = {
+        "unit": unit.model_dump(),
+        "case": case.model_dump(mode="json"),
+        "method": entry.model_dump(mode="json"),
+        "seed": settings.seed,
+        "max_turns": settings.max_turns,
+        "over_questioning_after": settings.over_questioning_after,
+        "roles": roles.model_dump(mode="json"),
+        "code": code,
+    }
+    return hashlib.sha256(canonical_json(material).encode()).hexdigest()
+
+
+class UnitStore:
+    """``<folder>/<key>.json`` per finished unit, written atomically (a half-written file is never visible)."""
+
+    def __init__(self, folder: Path):
+        self.folder = Path(folder)
+
+    def path(self, key: str) -> Path:
+        return self.folder / key[:2] / f"{key}.json"
+
+    def get(self, key: str) -> UnitResult | None:
+        path = self.path(key)
+        if not path.is_file():
+            return None
+        try:
+            return UnitResult.model_validate_json(path.read_bytes())
+        except ValueError:  # a file from an incompatible version: play the unit again
+            return None
+
+    def put(self, result: UnitResult) -> None:
+        atomic_write_text(self.path(result.key), result.model_dump_json())
+
+
+# ---- run artifacts (or-clarify.md §9) ----------------------------------------------------------------------------
+
+
+def transcript_markdown(episode: Episode) -> str:
+    lines = [f"# {episode.case_id} — {episode.protocol}::{episode.method} run {episode.repeat:02d}", ""]
+    for row in episode.transcript:
+        who = "Generic Agent" if row.speaker == "agent" else "User Simulator"
+        lines += [f"## Turn {row.turn} - {who}", ""]
+        if row.structured:
+            lines += ["```json", json.dumps(row.structured, indent=2, ensure_ascii=False, sort_keys=True), "```", ""]
+        lines += [row.content, ""]
+    if episode.protocol_failure:
+        lines += [f"**Protocol failure** at turn {episode.protocol_failure.turn}: {episode.protocol_failure.type}", ""]
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def statistics(episode: Episode, judge: JudgeResult) -> dict[str, Any]:
+    hits = [s.hit for s in judge.slot_scores]
+    return {
+        "case_id": episode.case_id,
+        "method": episode.method,
+        "protocol": episode.protocol,
+        "repeat": episode.repeat,
+        "all_slot_exact_restore": judge.all_slot_exact,
+        "core_exact_restore": judge.core_exact,
+        "core_eligible": judge.core_eligible,
+        "weighted_slot_score": judge.weighted_slot_score,
+        "hit_counts": {h: hits.count(h) for h in ("yes", "partial", "no")},
+        "turn_count": episode.turn_count,
+        "attempted_turns": episode.attempted_turns,
+        "atomic_questions": episode.atomic_questions,
+        "question_turns": len(episode.question_turns),
+        "ready": episode.ready,
+        "stopping_status": judge.stopping_behavior.status,
+        "rule_based_stopping_status": judge.rule_based_status,
+        "silent_assumption_count": len(judge.silent_assumptions),
+        "protocol_failed": episode.protocol_failed,
+        "protocol_failure_type": episode.protocol_failure.type if episode.protocol_failure else None,
+        "choice_counts": {c: sum(t.choice == c for t in episode.question_turns) for c in "ABCD"}
+        if episode.protocol != "open" else None,
+    }
+
+
+def run_health(episode: Episode, judge: JudgeResult) -> dict[str, Any]:
+    return {
+        "counters": dict(sorted(episode.counters.items())),
+        "usage": {role: u.model_dump() for role, u in sorted(episode.usage.items())},
+        "detector_checks": len(episode.detector_events),
+        "judge_failed": judge.judge_failed,
+        "protocol_failure": episode.protocol_failure.model_dump() if episode.protocol_failure else None,
+    }
+
+
+def write_run_dir(folder: Path, episode: Episode, judge: JudgeResult, judge_input: str) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(folder / "initial_brief.txt", episode.brief.rstrip() + "\n")
+    atomic_write_json(folder / "transcript.json", [r.model_dump(mode="json") for r in episode.transcript])
+    atomic_write_text(folder / "transcript.md", transcript_markdown(episode))
+    atomic_write_json(folder / "detector_events.json", episode.detector_events)
+    if episode.protocol == "open":
+        audit = [{"turn": t.turn, "question": t.question, "reply": t.reply, "disclosed_slot_ids": t.disclosed_slot_ids}
+                 for t in episode.question_turns]
+        atomic_write_json(folder / "answer_scope_events.json", audit)
+    else:
+        audit = [{"turn": t.turn, "choice": t.choice, "comment": t.comment, "rationale": t.user_rationale,
+                  "match_status": t.match_status, "agent_visible_text": t.reply} for t in episode.question_turns]
+        atomic_write_json(folder / "user_choice_audit_events.json", audit)
+    for stem, events in sorted(episode.method_events.items()):
+        atomic_write_json(folder / f"{stem}.json", events)
+    atomic_write_text(folder / "judge_prompt_user_message.md", judge_input.rstrip() + "\n")
+    atomic_write_json(folder / "judge_result.json", judge.model_dump(mode="json"))
+    atomic_write_json(folder / "statistics.json", statistics(episode, judge))
+    atomic_write_json(folder / "run_health.json", run_health(episode, judge))
+
+
+# ---- executing units ----------------------------------------------------------------------------------------------
+
+
+def execute(units: Sequence[Unit], work: Callable[[Unit], Any], *, concurrency: int,
+            runner: str = "threads", dask_address: str | None = None,
+            progress: Callable[[int, int], None] | None = None) -> list[Any]:
+    """Run ``work`` over ``units`` with at most ``concurrency`` at a time; results in unit order.
+
+    ``threads`` and ``dask`` submit one Prefect task per unit to Prefect's ThreadPoolTaskRunner or prefect-dask's
+    DaskTaskRunner (they need to run inside a flow); ``serial`` runs them in order without Prefect (tests, and
+    benchmarks that measure the loop itself).
+    """
+    if runner == "serial" or not units:
+        out = []
+        for i, unit in enumerate(units, 1):
+            out.append(work(unit))
+            if progress:
+                progress(i, len(units))
+        return out
+    from prefect import task
+    from prefect.cache_policies import NO_CACHE
+
+    play = task(name="episode", task_run_name="{unit.protocol}::{unit.method}/{unit.case_id}#{unit.repeat}",
+                retries=0, log_prints=False, cache_policy=NO_CACHE)(_run_unit)
+    if runner == "threads":
+        from prefect.task_runners import ThreadPoolTaskRunner
+
+        task_runner = ThreadPoolTaskRunner(max_workers=concurrency)
+    else:
+        from prefect_dask import DaskTaskRunner
+
+        task_runner = (DaskTaskRunner(address=dask_address) if dask_address else
+                       DaskTaskRunner(cluster_kwargs={"n_workers": 1, "threads_per_worker": concurrency,
+                                                      "processes": False}))
+    results: list[Any] = []
+    with task_runner:
+        futures = [task_runner.submit(play, parameters={"work": work, "unit": u}) for u in units]
+        for i, future in enumerate(futures, 1):
+            results.append(future.result())
+            if progress:
+                progress(i, len(units))
+    return results
+
+
+def _run_unit(work: Callable[[Unit], Any], unit: Unit) -> Any:
+    """The Prefect task body: module-level, so a Dask worker can unpickle it (``work`` must be picklable)."""
+    return work(unit)
+
+
+def load_cases(path: Path, *, case_ids: Iterable[str] | None = None, limit: int | None = None) -> list[Case]:
+    """Cases from a JSONL file of Case records or a folder of OR-Clarify TOML files."""
+    from tasks.errors import InputError
+    from tasks.store import read_jsonl
+
+    if path.is_dir():
+        from tasks.domains.or_toml import read_cases
+
+        cases = read_cases(path)
+    elif path.is_file():
+        cases = read_jsonl(path, Case)
+    else:
+        raise InputError(path, "cases not found (a cases .jsonl file or a folder of OR-Clarify .toml files)")
+    if case_ids is not None:
+        wanted = list(case_ids)
+        known = {c.case_id for c in cases}
+        missing = [c for c in wanted if c not in known]
+        if missing:
+            raise InputError(path, f"unknown case ids: {', '.join(missing[:5])}", field="evaluate.case_ids")
+        cases = [c for c in cases if c.case_id in set(wanted)]
+    if limit is not None:
+        cases = cases[:limit]
+    if not cases:
+        raise InputError(path, "no cases to evaluate")
+    return cases

@@ -1,0 +1,555 @@
+"""evaluate@swe: measure SWE clarifiers as CLARITI does (clariti.md §7) on incomplete issues.
+
+Each method (``tasks.evaluation.swe_methods``) turns each case's incomplete issue into questions; the ``swe_user``
+role answers them from the full issue + hints; judges and the classifier label them (``swe_units``); the metrics
+(``swe_metrics``) come with 95% bootstrap intervals over issues. The flow calls, in order::
+
+    settings = section(params_path, SweEvalSettings, cfg.evaluate["swe"], "evaluate.swe")
+    inputs = load_swe_inputs(root, settings)              # validates everything; InputError before any work
+    summary = evaluate_swe(inputs.cases, settings, cfg.roles, staging_dir, root=root, inputs=inputs,
+                           reward=cfg.reward, client=None, progress=None)
+    gate("swe_eval_summary", summary_frame(summary), ...); gate("swe_eval_rows", rows_frame(staging_dir), ...)
+
+Outputs in ``out_dir``: ``summary.json`` (byte-stable), ``rows.jsonl`` (one row per method x case with questions,
+answers and labels), ``report.md`` (the report section), ``category_distribution.png``,
+``questions_vs_recovery.png``, and ``bridge/`` (SWE-bench-style JSONL per method + ``manifest.json``; see
+``swe_bridge``). Units are cached under ``<root>/.cache/eval/swe/units`` by content, so a rerun recomputes only
+units whose case, method, roles, reward settings, weights or code changed.
+
+*Predicted resolution* is the ``shap`` stage's classifier (``data/shap/model.txt``) on the visible + recovered
+categories, always labelled a surrogate; harness results listed under ``measured`` replace it with measured
+resolution per method.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from tasks.errors import InputError
+from tasks.evaluation.swe_workbook import PUBLISHED_COLUMNS
+from tasks.records import SAFE_ID, Case
+from tasks.rewards.config import RewardConfig
+from tasks.roles.config import RolesParams
+
+WHERE = "params.yaml"
+SECTION = "evaluate.swe"
+UNIT_STORE = Path(".cache") / "eval" / "swe" / "units"
+
+
+class SweMethodEntry(BaseModel):
+    """One row of ``evaluate.swe.methods``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(pattern=SAFE_ID)
+    method: str | None = None
+    """The method kind (``no_questions``, ``oracle_template``, ``ask_everything``, ``policy``, ``llm_questioner``,
+    ``published``); defaults to ``name``."""
+    options: dict[str, Any] = {}
+
+    @property
+    def kind(self) -> str:
+        return self.method or self.name
+
+
+class PublishedSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    workbook: str = "../shared/data/clariti/data.xlsx"
+    """The CLARITI workbook: published question lists, rewrite-3 cases and SWE-bench fields (base_commit)."""
+    columns: dict[str, str] = Field(default_factory=lambda: dict(PUBLISHED_COLUMNS))
+    """Short names of the published sets -> workbook columns; a ``published`` method's ``column`` option may name
+    either."""
+
+
+class MeasuredEntry(BaseModel):
+    """A SWE-bench harness report for one exported file of a method."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    method: str
+    export: str
+    """The exported JSONL the agent ran on (e.g. ``data/eval/swe/bridge/grpo_policy.jsonl``)."""
+    report: str
+    """The harness report JSON for that run."""
+
+
+def _default_methods() -> list[SweMethodEntry]:
+    return [SweMethodEntry(name=n) for n in ("no_questions", "oracle_template", "ask_everything")]
+
+
+class SweEvalSettings(BaseModel):
+    """``params.yaml: evaluate.swe``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    cases: str = "data/cases/swe/cases.jsonl"
+    case_source: Literal["cases", "workbook_rewrite3"] = "cases"
+    """``cases``: the JSONL written by construct@swe; ``workbook_rewrite3``: the CLARITI workbook's own rewrite-3
+    variants (the text its published question sets were written for)."""
+    case_ids: list[str] | None = None
+    limit: int | None = Field(default=None, ge=1)
+    seed: int = 0
+    bootstrap: int = Field(default=2000, ge=10)
+    """Issue-level bootstrap resamples for the 95% intervals."""
+    batch_size: int = Field(default=64, ge=1)
+    """Cases per batched unit computation (one role call per role per batch)."""
+    weights: str = "data/shap/weights.json"
+    """Category weights (weighted recovery, task relevance, template order); CLARITI's published ones if absent."""
+    surrogate: str = "data/shap/model.txt"
+    """The shap stage's classifier; predicted resolution is left out (and said so) when absent."""
+    surrogate_controls: dict[str, str] = {}
+    """Fix control levels of the surrogate (e.g. ``{condition: interaction}``); others are averaged over."""
+    published: PublishedSettings = PublishedSettings()
+    measured: list[MeasuredEntry] = []
+    methods: list[SweMethodEntry] = Field(default_factory=_default_methods, min_length=1)
+
+    @model_validator(mode="after")
+    def _unique(self) -> SweEvalSettings:
+        names = [m.name for m in self.methods]
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        if dupes:
+            raise ValueError(f"method names must be unique; repeated: {', '.join(dupes)}")
+        return self
+
+
+@dataclass
+class SweInputs:
+    """Everything ``evaluate_swe`` reads, validated by :func:`load_swe_inputs`."""
+
+    cases: list[Case]
+    weights: dict[str, float]
+    weights_source: str
+    surrogate: Any | None
+    surrogate_note: str
+    published: dict[str, dict[str, str]]
+    """Workbook column -> instance id -> numbered list."""
+    columns: dict[str, str]
+    """Method name -> its workbook column (published methods)."""
+    meta: dict[str, dict[str, str]]
+    measured: dict[str, Any]
+    """Method -> ``swe_bridge.Measured``."""
+    case_notes: dict[str, int] = field(default_factory=dict)
+    case_source: str = ""
+
+
+def _path(root: Path, value: str) -> Path:
+    return Path(value) if Path(value).is_absolute() else root / value
+
+
+def _load_cases(root: Path, settings: SweEvalSettings) -> tuple[list[Case], dict[str, int], str]:
+    from tasks.store import read_jsonl
+
+    if settings.case_source == "workbook_rewrite3":
+        from tasks.evaluation.swe_workbook import rewrite3_cases
+
+        workbook = _path(root, settings.published.workbook)
+        cases, notes = rewrite3_cases(workbook)
+        source = f"CLARITI workbook rewrite 3 ({workbook.name})"
+    else:
+        path = _path(root, settings.cases)
+        if not path.is_file():
+            raise InputError(path, "file not found (run construct@swe first, or set evaluate.swe.cases)")
+        cases, notes = read_jsonl(path, Case), {}
+        source = settings.cases
+        for i, case in enumerate(cases, start=1):
+            if case.metadata.domain != "swe":
+                raise InputError(path, f"not a SWE case (domain {case.metadata.domain!r})", record=i,
+                                 field="metadata.domain")
+        seen: set[str] = set()
+        for i, case in enumerate(cases, start=1):
+            if case.case_id in seen:
+                raise InputError(path, f"duplicate case id {case.case_id!r}", record=i, field="metadata.case_id")
+            seen.add(case.case_id)
+        cases = sorted(cases, key=lambda c: c.case_id)
+    if settings.case_ids is not None:
+        known = {c.case_id for c in cases}
+        unknown = [cid for cid in settings.case_ids if cid not in known]
+        if unknown:
+            raise InputError(WHERE, f"unknown case id {unknown[0]!r}", field=f"{SECTION}.case_ids")
+        wanted = set(settings.case_ids)
+        cases = [c for c in cases if c.case_id in wanted]
+    if settings.limit:
+        cases = cases[: settings.limit]
+    if not cases:
+        raise InputError(WHERE, "no cases to evaluate", field=f"{SECTION}.cases")
+    return cases, notes, source
+
+
+def _load_weights(root: Path, settings: SweEvalSettings) -> tuple[dict[str, float], str]:
+    from tasks.rewards.weights import CLARITI_WEIGHTS, load_weights
+
+    path = _path(root, settings.weights)
+    if not path.is_file():
+        return dict(CLARITI_WEIGHTS), f"CLARITI published weights ({settings.weights} absent)"
+    weights = load_weights(path).weights
+    try:
+        origin = json.loads(path.read_text(encoding="utf-8")).get("source", "unknown source")
+    except (OSError, json.JSONDecodeError):
+        origin = "unknown source"
+    return dict(weights), f"shap stage weights {settings.weights} ({origin})"
+
+
+def load_swe_inputs(root: Path, settings: SweEvalSettings) -> SweInputs:
+    """Read and validate every input (cases, methods and their files, weights, surrogate, workbook, harness
+    reports); raises ``InputError(path, message, field=...)`` before any work is done."""
+    from tasks.evaluation import swe_methods
+    from tasks.evaluation.swe_bridge import merge_measured, read_harness
+    from tasks.evaluation.swe_surrogate import load_surrogate
+    from tasks.evaluation.swe_workbook import instance_meta, published_lists
+
+    root = Path(root)
+    cases, notes, source = _load_cases(root, settings)
+    weights, weights_source = _load_weights(root, settings)
+
+    workbook = _path(root, settings.published.workbook)
+    columns: dict[str, str] = {}
+    for i, entry in enumerate(settings.methods):
+        where = f"{SECTION}.methods.{i}"
+        try:
+            parsed = swe_methods.parse_options(entry.kind, entry.options)
+        except ValueError as err:
+            raise InputError(WHERE, str(err), field=where) from None
+        swe_methods.check_method_files(entry.kind, parsed, root, where)
+        if entry.kind == "published":
+            columns[entry.name] = settings.published.columns.get(parsed.column, parsed.column)
+    published = {col: published_lists(workbook, col) for col in sorted(set(columns.values()))}
+    meta = instance_meta(workbook) if workbook.is_file() else {}
+
+    surrogate, note = None, ""
+    model_path = _path(root, settings.surrogate)
+    if model_path.is_file():
+        surrogate = load_surrogate(model_path)
+        surrogate.check_fixed(settings.surrogate_controls, WHERE, f"{SECTION}.surrogate_controls")
+    else:
+        note = f"no surrogate: {settings.surrogate} not found (run the shap stage)"
+
+    names = {m.name for m in settings.methods}
+    parts = []
+    for i, entry in enumerate(settings.measured):
+        if entry.method not in names:
+            raise InputError(WHERE, f"unknown method {entry.method!r}", field=f"{SECTION}.measured.{i}.method")
+        part = read_harness(_path(root, entry.export), _path(root, entry.report))
+        if part.method != entry.method:
+            raise InputError(_path(root, entry.export), f"rows are of method {part.method!r}, not {entry.method!r}",
+                             field="clarifyflow_method")
+        parts.append(part)
+    return SweInputs(cases=cases, weights=weights, weights_source=weights_source, surrogate=surrogate,
+                     surrogate_note=note, published=published, columns=columns, meta=meta,
+                     measured=merge_measured(parts), case_notes=notes, case_source=source)
+
+
+# ---- running -------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class RunStats:
+    computed: int = 0
+    reused: int = 0
+    seconds: float = 0.0
+
+
+def run_units(cases: Sequence[Case], settings: SweEvalSettings, roles: RolesParams, inputs: SweInputs, *,
+              root: Path, reward: RewardConfig, client=None, progress: Callable[[int, int], None] | None = None,
+              methods: dict | None = None) -> tuple[dict[str, list], RunStats]:
+    """Every (method, case) unit, from the store or computed in batches; per method, units in case order."""
+    from tasks.evaluation.swe_methods import MethodContext, build_method
+    from tasks.evaluation.swe_units import SweUnitStore, code_version, compute_units, unit_key
+
+    store = SweUnitStore(Path(root) / UNIT_STORE)
+    ctx = MethodContext(roles=roles, weights=inputs.weights, client=client, root=Path(root),
+                        published=inputs.published)
+    code = code_version()
+    stats = RunStats()
+    started = time.monotonic()
+    total, done = len(cases) * len(settings.methods), 0
+    out: dict[str, list] = {}
+    for entry in settings.methods:
+        options = dict(entry.options)
+        if entry.kind == "published":
+            options["column"] = inputs.columns[entry.name]
+        method = (methods or {}).get(entry.name) or build_method(entry.name, entry.kind, options, ctx)
+        fingerprint = method.fingerprint()
+        keys = [unit_key(case=c, method=entry.name, fingerprint=fingerprint, case_input=method.case_input(c),
+                         roles=roles, reward=reward, weights=inputs.weights, code=code) for c in cases]
+        units: list = [store.get(k) for k in keys]
+        stats.reused += sum(u is not None for u in units)
+        done += sum(u is not None for u in units)
+        todo = [k for k, u in enumerate(units) if u is None]
+        if progress and not todo:
+            progress(done, total)
+        for start in range(0, len(todo), settings.batch_size):
+            batch = todo[start:start + settings.batch_size]
+            chunk = [cases[k] for k in batch]
+            completions = method.complete(chunk)
+            fresh = compute_units(chunk, completions, method=entry.name, keys=[keys[k] for k in batch], roles=roles,
+                                  reward=reward, weights=inputs.weights, client=client)
+            for k, unit in zip(batch, fresh):
+                store.put(unit)
+                units[k] = unit
+            stats.computed += len(batch)
+            done += len(batch)
+            if progress:
+                progress(done, total)
+        out[entry.name] = units
+    stats.seconds = time.monotonic() - started
+    return out, stats
+
+
+def _predictions(surrogate, presence: list[set[str]], fixed: dict[str, str]) -> list[float | None]:
+    if surrogate is None or not presence:
+        return [None] * len(presence)
+    return [float(p) for p in surrogate.predict(presence, fixed)]
+
+
+def summarise(cases: Sequence[Case], units_by_method: dict[str, list], settings: SweEvalSettings, roles: RolesParams,
+              inputs: SweInputs, reward: RewardConfig) -> tuple[dict[str, Any], list[dict]]:
+    """The summary (deterministic) and the per-case rows."""
+    from tasks.evaluation.metrics import tidy
+    from tasks.evaluation.swe_metrics import measured_metrics, method_metrics, outcome, presence_after
+    from tasks.evaluation.swe_surrogate import LABEL
+    from tasks.evaluation.swe_units import UNIT_ROLES, evaluation_reward
+    from tasks.roles.config import describe_roles
+
+    by_id = {c.case_id: c for c in cases}
+    fixed = settings.surrogate_controls
+    methods: dict[str, Any] = {}
+    rows: list[dict] = []
+    for entry in settings.methods:
+        units = units_by_method[entry.name]
+        evaluated = [u for u in units if u.skipped is None]
+        preds = _predictions(inputs.surrogate, [presence_after(by_id[u.case_id], u) for u in evaluated], fixed)
+        outcomes = [outcome(by_id[u.case_id], u, inputs.weights, p) for u, p in zip(evaluated, preds)]
+        m = method_metrics(by_id, evaluated, outcomes, n_resamples=settings.bootstrap, seed=settings.seed) \
+            if evaluated else {"cases": 0, "issues": 0, "questions": 0}
+        skipped: dict[str, int] = {}
+        for u in units:
+            if u.skipped:
+                skipped[u.skipped] = skipped.get(u.skipped, 0) + 1
+        m.update({"kind": entry.kind, "options": entry.options, "skipped": skipped,
+                  "skipped_cases": sum(skipped.values())})
+        if entry.kind == "published":
+            m["column"] = inputs.columns[entry.name]
+        m["predicted_resolution_label"] = LABEL if inputs.surrogate is not None else inputs.surrogate_note
+        measured = inputs.measured.get(entry.name)
+        if measured is not None:
+            m["measured_resolution"] = measured_metrics(measured.resolved, evaluated, source=measured.source,
+                                                        n_resamples=settings.bootstrap, seed=settings.seed)
+            mr = m["measured_resolution"]
+            m["resolution"] = {"kind": "measured", "value": mr["value"], "CI95": mr["CI95"], "source": mr["source"]}
+        elif evaluated and inputs.surrogate is not None:
+            m["resolution"] = {"kind": "surrogate", "value": m["predicted_resolution"],
+                               "CI95": m["CI95"]["predicted_resolution"], "source": LABEL}
+        methods[entry.name] = m
+        outcome_of = {o.case_id: o for o in outcomes}
+        for u in units:
+            case = by_id[u.case_id]
+            o = outcome_of.get(u.case_id)
+            rows.append({
+                "key": f"{entry.name}::{u.case_id}", "method": entry.name, "case_id": u.case_id,
+                "source_id": u.source_id, "skipped": u.skipped, "failure": u.failure,
+                "hidden": [c.key for c in case.hidden_categories], "visible": [c.key for c in case.visible_categories],
+                "recovered": list(o.recovered) if o else [], "recall": o.recall if o else None,
+                "full_coverage": o.full_coverage if o else None,
+                "weighted_recovery": o.weighted_recovery if o else None,
+                "predicted_resolution": o.predicted_resolution if o else None,
+                "measured_resolved": measured.resolved.get(u.case_id) if measured is not None else None,
+                "n_questions": len(u.questions), "completion": u.completion,
+                "questions": [q.model_dump() for q in u.questions],
+                "reward": u.reward.model_dump() if u.reward else None,
+            })
+    reference = {}
+    if inputs.surrogate is not None:
+        visible = _predictions(inputs.surrogate, [{c.key for c in case.visible_categories} for case in cases], fixed)
+        full = _predictions(inputs.surrogate, [{c.key for c in case.present_categories} for case in cases], fixed)
+        reference = {"incomplete_issue": sum(visible) / len(visible), "full_issue": sum(full) / len(full)}
+    described = describe_roles(roles)
+    summary = {
+        "cases": len(cases),
+        "issues": len({c.metadata.source_id for c in cases}),
+        "case_source": inputs.case_source,
+        "case_notes": inputs.case_notes,
+        "methods": methods,
+        "method_order": [m.name for m in settings.methods],
+        "weights": {"source": inputs.weights_source, "values": inputs.weights},
+        "surrogate": ({"label": LABEL, "model": settings.surrogate, "trained_on": inputs.surrogate.source,
+                       "controls_fixed": fixed, "controls": "averaged over the runs table's control profiles",
+                       "reference": reference}
+                      if inputs.surrogate is not None else {"label": inputs.surrogate_note}),
+        "reward": evaluation_reward(reward, roles).model_dump(mode="json", exclude={"judges"}),
+        "bootstrap": {"resamples": settings.bootstrap, "seed": settings.seed, "unit": "issue (source_id)",
+                      "method": "percentile, paired ratio"},
+        "roles": {name: described[name] for name in (*UNIT_ROLES, "question_writer")},
+    }
+    if any(e.kind == "published" for e in settings.methods) and settings.case_source != "workbook_rewrite3":
+        summary["published_note"] = ("the published lists were written for the workbook's rewrite 3, not for these "
+                                     "variants; they are matched by instance id")
+    return tidy(summary), [tidy(r) for r in rows]
+
+
+def evaluate_swe(cases: Sequence[Case], settings: SweEvalSettings, roles: RolesParams, out_dir: Path, *, root: Path,
+                 client=None, progress: Callable[[int, int], None] | None = None, reward: RewardConfig | None = None,
+                 inputs: SweInputs | None = None, methods: dict | None = None) -> dict[str, Any]:
+    """Run every method on ``cases``, write the outputs into ``out_dir`` and return the summary.
+
+    ``reward``: the staged reward settings (``params.yaml: reward``; default ``RewardConfig()``), judged by
+    ``roles``. ``inputs``: from :func:`load_swe_inputs` (loaded here when None; its cases are replaced by
+    ``cases``). ``methods``: name -> a prepared ``SweMethod`` (tests inject fake policies). The returned summary
+    equals ``summary.json`` plus a ``run`` entry (units computed / reused, seconds) that is not written.
+    """
+    from tasks.evaluation import swe_plots
+    from tasks.evaluation.swe_bridge import export_clarified
+    from tasks.store import atomic_write_json, atomic_write_text
+
+    root, out_dir = Path(root), Path(out_dir)
+    reward = reward or RewardConfig()
+    inputs = inputs or load_swe_inputs(root, settings)
+    cases = sorted(cases, key=lambda c: c.case_id)
+    units, stats = run_units(cases, settings, roles, inputs, root=root, reward=reward, client=client,
+                             progress=progress, methods=methods)
+    summary, rows = summarise(cases, units, settings, roles, inputs, reward)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    atomic_write_json(out_dir / "summary.json", summary)
+    atomic_write_text(out_dir / "rows.jsonl", "".join(json.dumps(r, sort_keys=True, ensure_ascii=False) + "\n"
+                                                      for r in rows))
+    atomic_write_text(out_dir / "report.md", report_markdown(summary))
+    ordered = {name: summary["methods"][name] for name in summary["method_order"]}
+    swe_plots.category_plot(ordered, out_dir / "category_distribution.png")
+    swe_plots.recovery_plot(ordered, out_dir / "questions_vs_recovery.png")
+    export_clarified([u for name in units for u in units[name]], {c.case_id: c for c in cases}, out_dir / "bridge",
+                     inputs.meta)
+    return {**summary, "run": {"computed": stats.computed, "reused": stats.reused,
+                               "seconds": round(stats.seconds, 2)}}
+
+
+# ---- report and validation frames ------------------------------------------------------------------------------
+
+
+def _fmt(value: Any, ci: Any = None, pct: bool = False) -> str:
+    if value is None:
+        return "–"
+    scale, unit = (100.0, "%") if pct else (1.0, "")
+    text = f"{value * scale:.1f}{unit}" if pct else f"{value:.2f}"
+    if ci:
+        text += f" [{ci[0] * scale:.1f}, {ci[1] * scale:.1f}]" if pct else f" [{ci[0]:.2f}, {ci[1]:.2f}]"
+    return text
+
+
+def report_markdown(summary: dict[str, Any]) -> str:
+    """The report section for evaluate@swe (markdown, no images)."""
+    from tasks.evaluation.swe_metrics import LABELS
+    from tasks.evaluation.swe_plots import NAMES
+
+    order = summary["method_order"]
+    methods = summary["methods"]
+    lines = ["## SWE clarification (evaluate@swe)", "",
+             (f"{summary['cases']} cases from {summary['issues']} issues ({summary['case_source']}). Values are "
+              "means with 95% percentile-bootstrap intervals over issues."), "",
+             ("| method | kind | cases | questions / issue | redundancy | answerability | hidden recall | full coverage "
+              "| weighted recovery | staged reward | resolution |"),
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for name in order:
+        m = methods[name]
+        if not m.get("cases"):
+            lines.append(f"| {name} | {m['kind']} | 0 | – | – | – | – | – | – | – | – |")
+            continue
+        ci = m["CI95"]
+        res = m.get("resolution")
+        res_text = f"{_fmt(res['value'], res['CI95'], True)} ({res['kind']})" if res else "–"
+        lines.append(
+            f"| {name} | {m['kind']} | {m['cases']} | {_fmt(m['questions_per_issue'], ci['questions_per_issue'])} | "
+            f"{_fmt(m['redundancy_rate'], ci['redundancy_rate'], True)} | "
+            f"{_fmt(m['answerability_rate'], ci['answerability_rate'], True)} | "
+            f"{_fmt(m['hidden_recall'], ci['hidden_recall'], True)} | "
+            f"{_fmt(m['full_coverage_rate'], ci['full_coverage_rate'], True)} | "
+            f"{_fmt(m['weighted_recovery'], ci['weighted_recovery'], True)} | "
+            f"{_fmt(m['reward_mean'], ci['reward_mean'])} | {res_text} |")
+    lines += ["", "Question categories (share of each method's questions):", "",
+              "| method | " + " | ".join(NAMES[label] for label in LABELS) + " |",
+              "|---|" + "---|" * len(LABELS)]
+    for name in order:
+        shares = methods[name].get("category_share")
+        if shares and methods[name].get("questions"):
+            lines.append(f"| {name} | " + " | ".join(_fmt(shares.get(label), pct=True) for label in LABELS) + " |")
+    stages = [k for k in next((m for m in methods.values() if m.get("cases")), {}) if k.startswith("reward_")
+              and k.endswith("_mean") and k != "reward_mean"]
+    if stages:
+        lines += ["", "Staged reward by stage (mean over cases):", "",
+                  "| method | " + " | ".join(s[len("reward_"):-len("_mean")] for s in stages) + " |",
+                  "|---|" + "---|" * len(stages)]
+        for name in order:
+            if methods[name].get("cases"):
+                lines.append(f"| {name} | " + " | ".join(_fmt(methods[name][s]) for s in stages) + " |")
+    notes = [f"- Category weights: {summary['weights']['source']}.",
+             f"- Resolution: {summary['surrogate'].get('label')}" + (
+                 f" (model trained on {summary['surrogate']['trained_on']}; reference: incomplete issue "
+                 f"{_fmt(summary['surrogate']['reference'].get('incomplete_issue'), pct=True)}, full issue "
+                 f"{_fmt(summary['surrogate']['reference'].get('full_issue'), pct=True)})."
+                 if summary["surrogate"].get("reference") else "."),
+             ("- A hidden category is recovered when a question classified into it was answered by the simulated "
+              "user.")]
+    measured = [n for n in order if methods[n].get("measured_resolution")]
+    for name in measured:
+        notes.append(f"- {name}: measured resolution from {methods[name]['measured_resolution']['source']}.")
+    for name in order:
+        if methods[name].get("skipped_cases"):
+            reasons = ", ".join(f"{k}: {v}" for k, v in methods[name]["skipped"].items())
+            notes.append(f"- {name}: {methods[name]['skipped_cases']} cases skipped ({reasons}).")
+    if summary.get("published_note"):
+        notes.append(f"- Published sets: {summary['published_note']}.")
+    backends = "; ".join(f"{name}: {d.get('model') or d.get('implementation')} ({d['backend']})"
+                         for name, d in summary["roles"].items())
+    notes.append(f"- Roles: {backends}.")
+    return "\n".join(lines + ["", *notes]) + "\n"
+
+
+def summary_frame(summary: dict[str, Any]):
+    """One row per method for the ``swe_eval_summary`` suite: metrics and each CI's bounds."""
+    import pandas as pd
+
+    from tasks.evaluation.swe_metrics import ISSUE_METRICS, QUESTION_METRICS
+
+    names = (*ISSUE_METRICS, *QUESTION_METRICS)
+    rows = []
+    for key in summary["method_order"]:
+        m = summary["methods"][key]
+        row: dict[str, Any] = {"key": key, "cases": m.get("cases", 0), "skipped_cases": m.get("skipped_cases", 0)}
+        for name in names:
+            row[name] = m.get(name)
+            bounds = (m.get("CI95") or {}).get(name)
+            row[f"{name}_low"], row[f"{name}_high"] = bounds if bounds else (None, None)
+        shares = [v for v in (m.get("category_share") or {}).values() if v is not None]
+        row["category_share_sum"] = sum(shares) if shares else None
+        rows.append(row)
+    frame = pd.DataFrame(rows)
+    return frame.astype({c: "float64" for c in frame.columns if c not in ("key", "cases", "skipped_cases")})
+
+
+def rows_frame(rows_or_dir: Sequence[dict] | Path):
+    """One row per (method, case) for the ``swe_eval_rows`` suite (from the rows or the output folder)."""
+    import pandas as pd
+
+    from tasks.evaluation.swe_metrics import LABELS
+
+    if isinstance(rows_or_dir, Path | str):
+        text = (Path(rows_or_dir) / "rows.jsonl").read_text(encoding="utf-8")
+        rows = [json.loads(line) for line in text.splitlines() if line.strip()]
+    else:
+        rows = list(rows_or_dir)
+    frame = pd.DataFrame([{
+        "key": r["key"], "method": r["method"], "case_id": r["case_id"], "skipped": r["skipped"] is not None,
+        "n_questions": r["n_questions"], "recall": r["recall"], "weighted_recovery": r["weighted_recovery"],
+        "predicted_resolution": r["predicted_resolution"],
+        "recovered_within_hidden": set(r["recovered"]) <= set(r["hidden"]),
+        "labels_known": all(q["label"] is None or q["label"] in LABELS for q in r["questions"]),
+        "n_hidden": len(r["hidden"]),
+    } for r in rows], columns=["key", "method", "case_id", "skipped", "n_questions", "recall", "weighted_recovery",
+                               "predicted_resolution", "recovered_within_hidden", "labels_known", "n_hidden"])
+    return frame.astype({c: "float64" for c in ("recall", "weighted_recovery", "predicted_resolution")})

@@ -1,0 +1,342 @@
+"""SWE clarification methods: each maps a case's incomplete issue (the brief) to a completion, a numbered list of
+questions that ``tasks.rewards.parse_questions`` parses (the same parser for every method and the reward).
+
+Kinds (``evaluate.swe.methods[].method``, default = ``name``):
+
+- ``no_questions``: asks nothing (the incomplete issue alone).
+- ``oracle_template``: one ``question_writer`` question per *hidden* category, most valuable first by the category
+  weights. An oracle: it reads the case's hidden categories.
+- ``ask_everything``: one ``question_writer`` question for each of the six categories, most valuable first.
+- ``policy``: a trained questioner (:class:`tasks.training.policy.LocalPolicy`), the base model or a LoRA adapter
+  (``options: {adapter: data/models/grpo/adapter}``; ``adapter: null`` is the base); one greedy generation per
+  brief, the model loaded on first use under a lock.
+- ``llm_questioner``: any litellm model through ``tasks.llm.client`` (cache, retries, accounting under the
+  label ``swe_questioner``) with the policies' own prompt (``tasks.training.prompts``), so a hosted model and the
+  trained policies are asked the same thing. ``options``: ``RoleConfig`` fields (``model``, ``temperature``,
+  ``max_tokens``, …) and ``system_prompt``. (The ``question_writer`` role is not used for this: its input is the
+  list of hidden categories, which would make it an oracle.)
+- ``published``: a fixed question list per issue from the CLARITI workbook (``options: {column: …}``); a case
+  whose source issue has no list is skipped and counted.
+
+``complete(cases)`` returns one :class:`Completion` per case; ``fingerprint()`` (and ``case_input``) enter the
+unit cache key, so a changed adapter, model or list recomputes exactly the affected units.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from tasks.categories import Category
+from tasks.errors import InputError
+from tasks.records import Case
+from tasks.roles.config import RoleConfig, RolesParams
+
+
+class Completion(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    text: str = ""
+    """The method's raw output (a numbered list, or "")."""
+    skipped: str | None = None
+    """Why the case was not evaluated for this method (e.g. no published list); None when it was."""
+    failure: str | None = None
+    """A generation that failed (an LLM error): the case counts with no questions."""
+
+
+class MethodContext(BaseModel):
+    """What methods may read besides the case: role settings, category weights, published lists."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    roles: RolesParams = RolesParams()
+    weights: dict[str, float] = {}
+    client: Any = None
+    published: dict[str, dict[str, str]] = {}
+    """Column -> instance id -> numbered list."""
+    root: Path = Path(".")
+
+
+def by_weight(categories: Sequence[Category], weights: dict[str, float]) -> list[Category]:
+    """Most valuable first; ties in the canonical category order."""
+    order = list(Category)
+    return sorted(categories, key=lambda c: (-weights.get(c.key, 0.0), order.index(c)))
+
+
+class SweMethod:
+    kind = "base"
+
+    def __init__(self, name: str, ctx: MethodContext):
+        self.name = name
+        self.ctx = ctx
+
+    def fingerprint(self) -> dict[str, Any]:
+        return {"kind": self.kind}
+
+    def case_input(self, case: Case) -> Any:
+        """Per-case input besides the case itself (part of the cache key)."""
+        return None
+
+    def complete(self, cases: Sequence[Case]) -> list[Completion]:
+        raise NotImplementedError
+
+
+class NoQuestions(SweMethod):
+    kind = "no_questions"
+
+    def complete(self, cases: Sequence[Case]) -> list[Completion]:
+        return [Completion(text="") for _ in cases]
+
+
+class _Options(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class TemplateOptions(_Options):
+    max_questions: int | None = Field(default=None, ge=1, le=6)
+
+
+class _WriterMethod(SweMethod):
+    """Questions from the ``question_writer`` role for a list of categories per case."""
+
+    def __init__(self, name: str, ctx: MethodContext, options: TemplateOptions):
+        super().__init__(name, ctx)
+        self.options = options
+
+    def categories(self, case: Case) -> list[Category]:
+        raise NotImplementedError
+
+    def fingerprint(self) -> dict[str, Any]:
+        return {"kind": self.kind, "options": self.options.model_dump(), "weights": self.ctx.weights,
+                "question_writer": self.ctx.roles.question_writer.model_dump(mode="json")}
+
+    def complete(self, cases: Sequence[Case]) -> list[Completion]:
+        from tasks.roles.base import RoleFailure, run_role
+        from tasks.roles.question_writer import SPEC, QuestionWriterInput, numbered
+
+        if not cases:
+            return []
+        inputs = [QuestionWriterInput(incomplete_issue=c.brief.content, hidden_categories=self.categories(c),
+                                      repo=str(c.extra.get("repo", "") or "")) for c in cases]
+        outputs = run_role(SPEC, inputs, self.ctx.roles.question_writer, client=self.ctx.client)
+        out = []
+        for output in outputs:
+            if isinstance(output, RoleFailure):
+                out.append(Completion(text="", failure=f"question_writer: {output.kind}: {output.message}"))
+            else:
+                questions = output.questions[: self.options.max_questions] if self.options.max_questions else \
+                    output.questions
+                out.append(Completion(text=numbered(list(questions))))
+        return out
+
+
+class OracleTemplate(_WriterMethod):
+    kind = "oracle_template"
+
+    def categories(self, case: Case) -> list[Category]:
+        return by_weight(case.hidden_categories, self.ctx.weights)
+
+
+class AskEverything(_WriterMethod):
+    kind = "ask_everything"
+
+    def categories(self, case: Case) -> list[Category]:
+        return by_weight(list(Category), self.ctx.weights)
+
+
+class PolicyOptions(_Options):
+    adapter: str | None = None
+    """A LoRA adapter folder (``data/models/sft/adapter``); None: the base model."""
+    base: str | None = None
+    """None: the base the adapter records, else SmolLM2."""
+    max_new_tokens: int = Field(default=256, ge=1)
+    batch_size: int = Field(default=8, ge=1)
+    system_prompt: str | None = None
+
+
+class PolicyQuestioner(SweMethod):
+    kind = "policy"
+
+    def __init__(self, name: str, ctx: MethodContext, options: PolicyOptions, loader: Callable[[], Any] | None = None):
+        super().__init__(name, ctx)
+        self.options = options
+        self._loader = loader or self._load
+        self._policy: Any = None
+        self._lock = threading.Lock()
+        self._texts: dict[str, str] = {}
+        """Brief -> generated text (greedy, so one generation per distinct brief)."""
+        self.generations = 0
+
+    def adapter_dir(self) -> Path | None:
+        if self.options.adapter is None:
+            return None
+        path = Path(self.options.adapter)
+        return path if path.is_absolute() else self.ctx.root / path
+
+    def fingerprint(self) -> dict[str, Any]:
+        from tasks.store import sha256_tree
+        from tasks.training.policy import stacked_on
+        from tasks.training.prompts import SYSTEM_PROMPT
+
+        adapter = self.adapter_dir()
+        stack = [] if adapter is None else [*stacked_on(adapter), adapter]
+        return {"kind": self.kind, "base": self.options.base, "max_new_tokens": self.options.max_new_tokens,
+                "system_prompt": self.options.system_prompt or SYSTEM_PROMPT,
+                "adapters": [sha256_tree(a) for a in stack]}
+
+    def _load(self) -> Any:
+        from tasks.training.policy import LocalPolicy, adapter_base
+        from tasks.training.profiles import SMOLLM2
+        from tasks.training.prompts import SYSTEM_PROMPT
+
+        adapter = self.adapter_dir()
+        base = self.options.base or (adapter_base(adapter) if adapter else SMOLLM2)
+        return LocalPolicy.from_adapter(base, adapter, system_prompt=self.options.system_prompt or SYSTEM_PROMPT,
+                                        max_new_tokens=self.options.max_new_tokens,
+                                        batch_size=self.options.batch_size, greedy=True)
+
+    def complete(self, cases: Sequence[Case]) -> list[Completion]:
+        if not cases:
+            return []
+        with self._lock:
+            todo = list(dict.fromkeys(c.brief.content for c in cases if c.brief.content not in self._texts))
+            if todo:
+                if self._policy is None:
+                    self._policy = self._loader()
+                self._texts.update(zip(todo, self._policy.ask_many(todo)))
+                self.generations += len(todo)
+            return [Completion(text=self._texts[c.brief.content]) for c in cases]
+
+
+class LlmOptions(RoleConfig):
+    backend: str = "llm"
+    system_prompt: str | None = None
+
+
+class LlmQuestioner(SweMethod):
+    kind = "llm_questioner"
+    ROLE = "swe_questioner"
+    """The accounting label of its calls (not a registered role)."""
+
+    def __init__(self, name: str, ctx: MethodContext, options: LlmOptions):
+        super().__init__(name, ctx)
+        self.options = options
+
+    def role_config(self) -> RoleConfig:
+        return RoleConfig.model_validate(self.options.model_dump(exclude={"system_prompt", "backend"}) |
+                                         {"backend": "llm"})
+
+    def fingerprint(self) -> dict[str, Any]:
+        from tasks.training.prompts import SYSTEM_PROMPT
+
+        cfg = self.role_config().model_dump(mode="json")
+        return {"kind": self.kind, "model": cfg["model"], "temperature": cfg["temperature"],
+                "max_tokens": cfg["max_tokens"], "system_prompt": self.options.system_prompt or SYSTEM_PROMPT}
+
+    def complete(self, cases: Sequence[Case]) -> list[Completion]:
+        import asyncio
+
+        from tasks.llm.client import LLMCallFailed, default_client, run_sync
+        from tasks.training.prompts import SYSTEM_PROMPT, prompt_messages
+
+        if not cases:
+            return []
+        cfg = self.role_config()
+        client = self.ctx.client or default_client()
+        system = self.options.system_prompt or SYSTEM_PROMPT
+        client.accounting.add(self.ROLE, model=cfg.model, requests=len(cases))
+
+        async def all_of() -> list[Completion]:
+            gate = asyncio.Semaphore(cfg.concurrency)
+
+            async def one(case: Case) -> Completion:
+                async with gate:
+                    try:
+                        text = await client.acomplete(role=self.ROLE, cfg=cfg,
+                                                      messages=prompt_messages(case.brief.content, system))
+                        return Completion(text=text)
+                    except LLMCallFailed as failed:
+                        client.accounting.add(self.ROLE, model=cfg.model, failures=1)
+                        return Completion(text="", failure=f"{self.ROLE}: {failed.kind}: {failed}")
+
+            return list(await asyncio.gather(*(one(c) for c in cases)))
+
+        return run_sync(all_of)
+
+
+class PublishedOptions(_Options):
+    column: str = Field(min_length=1)
+    """A workbook column with one numbered list per issue (e.g. ``clarification_questions_grpo_3``)."""
+
+
+class Published(SweMethod):
+    kind = "published"
+
+    def __init__(self, name: str, ctx: MethodContext, options: PublishedOptions):
+        super().__init__(name, ctx)
+        self.options = options
+
+    def lists(self) -> dict[str, str]:
+        return self.ctx.published.get(self.options.column, {})
+
+    def fingerprint(self) -> dict[str, Any]:
+        return {"kind": self.kind, "column": self.options.column}
+
+    def case_input(self, case: Case) -> Any:
+        return self.lists().get(case.metadata.source_id)
+
+    def complete(self, cases: Sequence[Case]) -> list[Completion]:
+        lists = self.lists()
+        return [Completion(text=lists[c.metadata.source_id]) if c.metadata.source_id in lists
+                else Completion(skipped="no published list for this issue") for c in cases]
+
+
+KINDS: dict[str, tuple[type[SweMethod], type[_Options] | None]] = {
+    "no_questions": (NoQuestions, None),
+    "oracle_template": (OracleTemplate, TemplateOptions),
+    "ask_everything": (AskEverything, TemplateOptions),
+    "policy": (PolicyQuestioner, PolicyOptions),
+    "llm_questioner": (LlmQuestioner, LlmOptions),
+    "published": (Published, PublishedOptions),
+}
+
+
+def parse_options(kind: str, options: dict[str, Any]) -> BaseModel | None:
+    """The method's options, validated (ValueError naming the first bad field)."""
+    from pydantic import ValidationError
+
+    if kind not in KINDS:
+        raise ValueError(f"unknown method kind {kind!r} (known: {', '.join(KINDS)})")
+    model = KINDS[kind][1]
+    if model is None:
+        if options:
+            raise ValueError(f"method kind {kind!r} takes no options")
+        return None
+    try:
+        return model.model_validate(options)
+    except ValidationError as err:
+        first = err.errors()[0]
+        loc = ".".join(str(p) for p in first["loc"])
+        raise ValueError(f"options.{loc}: {first['msg']}" if loc else first["msg"]) from None
+
+
+def build_method(name: str, kind: str, options: dict[str, Any], ctx: MethodContext, **extra: Any) -> SweMethod:
+    parsed = parse_options(kind, options)  # raises ValueError for an unknown kind
+    cls = KINDS[kind][0]
+    return cls(name, ctx) if parsed is None else cls(name, ctx, parsed, **extra)
+
+
+def check_method_files(kind: str, options: BaseModel | None, root: Path, field: str) -> None:
+    """Files a method needs, checked before anything runs (InputError naming the field)."""
+    if kind == "policy" and options is not None and options.adapter is not None:
+        path = Path(options.adapter) if Path(options.adapter).is_absolute() else root / options.adapter
+        if not (path / "adapter_config.json").is_file():
+            why = "folder not found" if not path.exists() else "not a LoRA adapter (adapter_config.json missing)"
+            raise InputError(path, f"{why} (run the sft / grpo stage first)", field=f"{field}.options.adapter")
+        from tasks.training.policy import stacked_on
+
+        stacked_on(path)  # raises when a stacked adapter is missing

@@ -1,0 +1,243 @@
+"""One unit of the SWE evaluation = one (method, case): the method's questions, the simulated user's answers, the
+judges' labels and the staged reward. Units are stored as JSON under a content key (resumable, like
+``tasks.evaluation.runs.UnitStore``), so a rerun recomputes only what changed.
+
+Per question (every role through ``run_role``, so each can be local or an LLM, per ``params.yaml: roles``):
+
+- ``answer`` / ``answered``: the ``swe_user`` role, from the full issue + hints ("I don't have that information."
+  when it cannot answer);
+- ``redundant``: the ``redundancy_judge`` against the incomplete issue (the brief);
+- ``answerable``: the ``answerability_judge`` against the full issue + hints;
+- ``label``: the ``question_classifier`` (a category key or ``irrelevant``) with the brief as context.
+
+A role call that fails leaves that field None (counted, never fatal). The staged reward (``StagedReward`` with the
+given ``RewardConfig``) reuses these labels through :class:`PrecomputedJudges`, so each judge runs once per
+question; its diversity stage compares a list only with itself (cache size 0, no siblings), so a case's reward
+does not depend on which cases were scored before it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict
+
+from tasks.records import Case
+from tasks.rewards.config import RewardConfig
+from tasks.roles.config import RolesParams
+from tasks.store import atomic_write_text, canonical_json
+
+UNIT_ROLES = ("swe_user", "redundancy_judge", "answerability_judge", "question_classifier")
+
+
+class QuestionRecord(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    question: str
+    label: str | None
+    """Category key (``error_info``, …) or ``irrelevant``; None when the classifier failed."""
+    answered: bool | None
+    answer: str
+    redundant: bool | None
+    answerable: bool | None
+
+
+class RewardRecord(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    total: float
+    values: dict[str, float | None]
+    passed: dict[str, bool | None]
+    stopped_at: str | None
+
+
+class SweUnit(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    key: str
+    method: str
+    case_id: str
+    source_id: str
+    completion: str = ""
+    skipped: str | None = None
+    failure: str | None = None
+    questions: list[QuestionRecord] = []
+    reward: RewardRecord | None = None
+    role_failures: dict[str, int] = {}
+
+
+class SweUnitStore:
+    """``<folder>/<key[:2]>/<key>.json`` per finished unit, written atomically."""
+
+    def __init__(self, folder: Path):
+        self.folder = Path(folder)
+
+    def path(self, key: str) -> Path:
+        return self.folder / key[:2] / f"{key}.json"
+
+    def get(self, key: str) -> SweUnit | None:
+        path = self.path(key)
+        if not path.is_file():
+            return None
+        try:
+            return SweUnit.model_validate_json(path.read_bytes())
+        except ValueError:  # a file from an incompatible version: compute the unit again
+            return None
+
+    def put(self, unit: SweUnit) -> None:
+        atomic_write_text(self.path(unit.key), unit.model_dump_json())
+
+
+def code_version() -> str:
+    """Hash of the source that determines a unit (methods, units, roles and their prompts, rewards, policy prompt)."""
+    tasks = Path(__file__).resolve().parents[1]
+    files = [tasks / "evaluation" / "swe_units.py", tasks / "evaluation" / "swe_methods.py",
+             tasks / "training" / "prompts.py"]
+    for folder in ("roles", "rewards"):
+        files += sorted(p for p in (tasks / folder).rglob("*") if p.is_file() and p.suffix in {".py", ".j2", ".npz"})
+    digest = hashlib.sha256()
+    for path in files:
+        digest.update(path.relative_to(tasks).as_posix().encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+def unit_key(*, case: Case, method: str, fingerprint: dict, case_input: Any, roles: RolesParams,
+             reward: RewardConfig, weights: dict[str, float], code: str) -> str:
+    material = {
+        "case": case.model_dump(mode="json"),
+        "method": method,
+        "fingerprint": fingerprint,
+        "case_input": case_input,
+        "roles": {name: roles.get(name).model_dump(mode="json") for name in UNIT_ROLES},
+        "reward": reward.model_dump(mode="json"),
+        "weights": weights,
+        "code": code,
+    }
+    return hashlib.sha256(canonical_json(material).encode()).hexdigest()
+
+
+def evaluation_reward(reward: RewardConfig, roles: RolesParams) -> RewardConfig:
+    """The reward settings as evaluated: judges from ``roles``, no cross-sample diversity cache."""
+    judges = {name: roles.get(name) for name in ("redundancy_judge", "answerability_judge", "question_classifier")}
+    return reward.model_copy(update={
+        "judges": reward.judges.model_validate(judges),
+        "diversity": reward.diversity.model_copy(update={"cache_size": 0}),
+    })
+
+
+class PrecomputedJudges:
+    """The reward's judges, answered from the labels this chunk already computed (falls back to the roles)."""
+
+    def __init__(self, fallback, redundant: dict, answerable: dict, labels: dict):
+        self.fallback = fallback
+        self._redundant, self._answerable, self._labels = redundant, answerable, labels
+        self.misses = 0
+
+    def _lookup(self, table: dict, keys: list, compute) -> list:
+        missing = [k for k in keys if k not in table]
+        if missing:
+            self.misses += len(missing)
+            table.update(zip(missing, compute(missing)))
+        return [table[k] for k in keys]
+
+    def redundant(self, questions: Sequence[str], texts: Sequence[str]) -> list[bool | None]:
+        return self._lookup(self._redundant, list(zip(questions, texts)),
+                            lambda ks: self.fallback.redundant([q for q, _ in ks], [t for _, t in ks]))
+
+    def answerable(self, questions: Sequence[str], texts: Sequence[str], hints: Sequence[str]) -> list[bool | None]:
+        return self._lookup(self._answerable, list(zip(questions, texts, hints)),
+                            lambda ks: self.fallback.answerable([k[0] for k in ks], [k[1] for k in ks],
+                                                                [k[2] for k in ks]))
+
+    def classify(self, questions: Sequence[str], texts: Sequence[str]) -> list[str | None]:
+        return self._lookup(self._labels, list(zip(questions, texts)),
+                            lambda ks: self.fallback.classify([q for q, _ in ks], [t for _, t in ks]))
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        return self.fallback.embed(texts)
+
+
+def _run(name: str, inputs: list, roles: RolesParams, client) -> list:
+    """Outputs aligned with inputs; None for a failed call."""
+    from tasks.roles.base import RoleFailure, run_role
+    from tasks.roles.registry import get_spec
+
+    if not inputs:
+        return []
+    outputs = run_role(get_spec(name), inputs, roles.get(name), client=client)
+    return [None if isinstance(o, RoleFailure) else o for o in outputs]
+
+
+def _label(output) -> str | None:
+    from tasks.categories import Category
+
+    if output is None:
+        return None
+    return output.label.key if isinstance(output.label, Category) else "irrelevant"
+
+
+def compute_units(cases: Sequence[Case], completions: Sequence[Any], *, method: str, keys: Sequence[str],
+                  roles: RolesParams, reward: RewardConfig, weights: dict[str, float], client=None) -> list[SweUnit]:
+    """Answer, judge, classify and score the questions of one chunk of cases (one batched call per role)."""
+    from tasks.rewards.judges import RoleJudges
+    from tasks.rewards.parse import parse_questions
+    from tasks.rewards.staged import StagedReward
+    from tasks.roles.question_classifier import ClassifierInput
+    from tasks.roles.swe_judges import AnswerabilityInput, RedundancyInput
+    from tasks.roles.swe_user import NO_INFO, SweUserInput
+
+    asked = [[] if c.skipped else parse_questions(c.text) for c in completions]
+    flat = [(k, q) for k, qs in enumerate(asked) for q in qs]
+    user = _run("swe_user", [SweUserInput(issue=cases[k].full_text, hints=cases[k].hints, question=q)
+                                     for k, q in flat], roles, client)
+    red = _run("redundancy_judge", [RedundancyInput(text=cases[k].brief.content, question=q) for k, q in flat],
+                      roles, client)
+    ans = _run("answerability_judge", [AnswerabilityInput(text=cases[k].full_text, question=q,
+                                                                 hints=cases[k].hints) for k, q in flat], roles, client)
+    cls = _run("question_classifier", [ClassifierInput(question=q, issue_text=cases[k].brief.content)
+                                              for k, q in flat], roles, client)
+    records: list[list[QuestionRecord]] = [[] for _ in cases]
+    fails: list[dict[str, int]] = [dict.fromkeys(UNIT_ROLES, 0) for _ in cases]
+    red_table, ans_table, lab_table = {}, {}, {}
+    for i, (k, q) in enumerate(flat):
+        case = cases[k]
+        rec = QuestionRecord(
+            question=q,
+            label=_label(cls[i]),
+            answered=None if user[i] is None else bool(user[i].answered),
+            answer="" if user[i] is None else (user[i].answer if user[i].answered else NO_INFO),
+            redundant=None if red[i] is None else bool(red[i].answerable),
+            answerable=None if ans[i] is None else bool(ans[i].answerable),
+        )
+        records[k].append(rec)
+        for name, out in zip(UNIT_ROLES, (user[i], red[i], ans[i], cls[i])):
+            fails[k][name] += out is None
+        red_table[(q, case.brief.content)] = rec.redundant
+        ans_table[(q, case.full_text, case.hints)] = rec.answerable
+        lab_table[(q, case.brief.content)] = rec.label
+
+    cfg = evaluation_reward(reward, roles)
+    judges = PrecomputedJudges(RoleJudges(cfg.judges, client=client), red_table, ans_table, lab_table)
+    scored = [k for k, c in enumerate(completions) if not c.skipped]
+    staged = StagedReward(cfg, weights, judges=judges)
+    samples = [{"completion": completions[k].text, "incomplete_issue": cases[k].brief.content,
+                "full_issue": cases[k].full_text, "hints": cases[k].hints} for k in scored]
+    breakdowns = dict(zip(scored, staged.score(samples))) if samples else {}
+
+    units = []
+    for k, case in enumerate(cases):
+        done = breakdowns.get(k)
+        units.append(SweUnit(
+            key=keys[k], method=method, case_id=case.case_id, source_id=case.metadata.source_id,
+            completion=completions[k].text, skipped=completions[k].skipped, failure=completions[k].failure,
+            questions=records[k],
+            reward=None if done is None else RewardRecord(total=done.total, values=done.values, passed=done.passed,
+                                                          stopped_at=done.stopped_at),
+            role_failures={n: v for n, v in fails[k].items() if v},
+        ))
+    return units

@@ -1,0 +1,369 @@
+"""Build the report's sections from the stage outputs: one section per stage, "not run yet" where outputs are absent.
+
+Every table of numbers sits under its stage's ``Backend:`` line and the roles that stage calls, and every stage
+ends with all of its metrics, each with the backend that produced it (a nested block such as one role's usage names
+its own). Stages without a dedicated section get that metric table alone (new domains add stages).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tasks.reporting.figures import plot_hidden_categories
+from tasks.reporting.inputs import GX_RESULTS, ReportInputs, flatten
+from tasks.reporting.model import Block, Figure, Report, Section, Table, Text, fmt
+
+EVAL_DOMAINS = ("optimization", "swe")
+"""Evaluations the report expects (shown as "not run yet" until they write outputs); others are picked up when found."""
+SWE_JUDGES = ("question_classifier", "redundancy_judge", "answerability_judge")
+STAGE_ROLES: dict[str, tuple[str, ...]] = {
+    "construct@swe": ("annotator",),
+    "construct@optimization": ("decomposer", "slot_annotator", "rewriter"),
+    "sft_data": ("question_writer",),
+    "grpo": SWE_JUDGES,
+    "evaluate@swe": ("swe_user", *SWE_JUDGES),
+}
+"""The model roles each stage calls, when its metrics do not list them under ``roles``."""
+LONG_TABLE = 20
+USAGE_ORDER = ("requests", "cache_hits", "provider_calls", "retries", "regenerations", "failures", "prompt_tokens",
+               "completion_tokens", "cost_usd", "latency_s")
+INTERVAL_KEYS = (("ci_low", "ci_high"), ("low", "high"), ("lo", "hi"))
+
+
+def build_report(title: str, inputs: ReportInputs) -> Report:
+    used: set[str] = set()
+    sections = [
+        roles_section(inputs),
+        construct_section(inputs, used),
+        validation_section(inputs),
+        shap_section(inputs, used),
+        stage_or_missing(inputs, used, "sft_data", "SFT data", "sft-data", "no data/metrics/stages/sft_data.json"),
+        training_section(inputs, used),
+        evaluation_section(inputs, used),
+    ]
+    taken = {s.key for top in sections for s in top.walk()}
+    other = [stage_section(inputs, stage, stage, _slug(stage) + ("-stage" if _slug(stage) in taken else ""))
+             for stage in inputs.metrics if stage not in used]
+    if other:
+        sections.append(Section("other-stages", "Other stages", [Text("Stages without a dedicated section.")], other))
+    intro = [
+        Text("Every number in this report is shown with the backend that produced it: each stage names its "
+             "backend and the model roles it calls, and each metric table has a backend column. The model roles "
+             "table lists the backend of every role in params.yaml."),
+        overview_table(sections),
+    ]
+    return Report(title, intro, sections)
+
+
+def overview_table(sections: list[Section]) -> Table:
+    rows = []
+    for top in sections:
+        for s in top.walk():
+            if s.stage:
+                rows.append([s.stage, "not run yet" if s.missing else "ran", s.backend or "–"])
+    return Table(["stage", "status", "backend"], rows, caption="Stages")
+
+
+# ---- roles ----------------------------------------------------------------------------------------------------
+
+def roles_section(inputs: ReportInputs) -> Section:
+    if not inputs.roles:
+        return Section("roles", "Model roles", [Text("No roles were described (params.yaml: roles).", kind="note")])
+    rows = []
+    for name, info in inputs.roles.items():
+        model = info.get("model") or info.get("implementation", "")
+        rows.append([name, str(info["backend"]), str(model), str(info.get("temperature", ""))])
+    table = Table(["role", "backend", "model / implementation", "temperature"], rows)
+    return Section("roles", "Model roles", [Text("Backend of every model role (params.yaml: roles)."), table])
+
+
+def roles_line(stage: str, data: dict[str, Any], inputs: ReportInputs) -> Text | None:
+    """The roles behind a stage's numbers, each with its backend (from the stage's own metrics when it lists them)."""
+    recorded = data.get("roles") if isinstance(data.get("roles"), dict) else None
+    if recorded:
+        backends = {name: _role_backend(info if isinstance(info, dict) else {}) for name, info in recorded.items()}
+    else:
+        names = _stage_roles(stage, data, inputs)
+        backends = {name: _role_backend(inputs.roles[name]) for name in names if name in inputs.roles}
+    if not backends:
+        return None
+    if all(b == "local" for b in backends.values()):
+        return Text(f"Roles behind these numbers (all local backends, see Model roles): {', '.join(backends)}.")
+    listed = "; ".join(f"{name}: {backend}" for name, backend in backends.items())
+    return Text(f"Roles behind these numbers: {listed}.")
+
+
+def _stage_roles(stage: str, data: dict[str, Any], inputs: ReportInputs) -> tuple[str, ...]:
+    if stage == "evaluate@optimization":
+        return tuple(n for n in inputs.roles if n.startswith("or_") or n in ("slot_hit_judge", "question_detector"))
+    if stage == "sft_data" and "published_targets" in data:
+        return (*STAGE_ROLES[stage], *SWE_JUDGES)
+    return STAGE_ROLES.get(stage, ())
+
+
+def _role_backend(info: dict[str, Any]) -> str:
+    backend = str(info.get("backend", "unspecified"))
+    if backend == "llm" and info.get("model"):
+        temperature = f", temperature {info['temperature']}" if "temperature" in info else ""
+        return f"llm {info['model']}{temperature}"
+    return backend
+
+
+# ---- generic stage body -----------------------------------------------------------------------------------------
+
+def stage_section(inputs: ReportInputs, stage: str, title: str, key: str, extra: list[Block] | None = None) -> Section:
+    """Backend, roles, string settings, the stage's own tables and figures (``extra``), then every metric."""
+    data = inputs.metrics[stage]
+    backend = str(data.get("backend", "unspecified"))
+    blocks: list[Block] = [Text(f"Backend: {backend}")]
+    if line := roles_line(stage, data, inputs):
+        blocks.append(line)
+    settings = [[k, _plain(v)] for k, v in data.items() if k != "backend" and _is_setting(v)]
+    if settings:
+        blocks.append(Table(["setting", "value"], settings, caption="Settings"))
+    if usage := role_usage_table(data):
+        blocks.append(usage)
+    blocks += extra or []
+    blocks.append(metric_table(stage, data))
+    return Section(key, title, blocks, stage=stage, backend=backend)
+
+
+def stage_or_missing(inputs: ReportInputs, used: set[str], stage: str, title: str, key: str, what: str,
+                     extra: list[Block] | None = None) -> Section:
+    if stage not in inputs.metrics:
+        return Section.not_run(key, title, f"{what} (run `dvc repro {stage}`)", stage=stage)
+    used.add(stage)
+    return stage_section(inputs, stage, title, key, extra)
+
+
+def metric_table(stage: str, data: dict[str, Any]) -> Table:
+    rows = [[r["key"].removeprefix(stage + "."), fmt(r["value"]), r["backend"]] for r in flatten({stage: data})]
+    if not rows:
+        return Table(["metric", "value", "backend"], [], caption=f"Metrics of {stage}: none")
+    return Table(["metric", "value", "backend"], rows, caption=f"Metrics of {stage} ({len(rows)})",
+                 collapsed=len(rows) > LONG_TABLE)
+
+
+def role_usage_table(data: dict[str, Any]) -> Table | None:
+    """Per-role accounting (``roles: {name: {backend, requests, ...}}``) as one row per role."""
+    roles = data.get("roles")
+    if not isinstance(roles, dict) or not roles or not all(isinstance(v, dict) for v in roles.values()):
+        return None
+    numeric = [k for info in roles.values() for k, v in info.items()
+               if isinstance(v, int | float) and not isinstance(v, bool)]
+    columns = [c for c in USAGE_ORDER if c in numeric] + sorted(set(numeric) - set(USAGE_ORDER))
+    rows = [[name, str(info.get("backend", data.get("backend", "unspecified"))), *(fmt(info.get(c)) for c in columns)]
+            for name, info in roles.items()]
+    return Table(["role", "backend", *columns], rows, caption="Role usage")
+
+
+def _is_setting(value: Any) -> bool:
+    if isinstance(value, str):
+        return True
+    return isinstance(value, list) and bool(value) and all(isinstance(v, str | int | float) for v in value)
+
+
+def _plain(value: Any) -> str:
+    return ", ".join(str(v) for v in value) if isinstance(value, list) else str(value)
+
+
+def _slug(text: str) -> str:
+    return "".join(c if c.isalnum() else "-" for c in text.lower()).strip("-")
+
+
+def _figures(inputs: ReportInputs, rel_dir: str, prefix: str, what: str) -> list[Block]:
+    return [Figure(f"figures/{prefix}-{name}", data, f"{what}: {name.removesuffix('.png').replace('_', ' ')}")
+            for name, data in inputs.pngs(rel_dir)]
+
+
+def _figure(inputs: ReportInputs, rel: str, prefix: str, caption: str) -> list[Block]:
+    data = inputs.png(rel)
+    return [] if data is None else [Figure(f"figures/{prefix}-{rel.rsplit('/', 1)[-1]}", data, caption)]
+
+
+# ---- construction -----------------------------------------------------------------------------------------------
+
+def construct_section(inputs: ReportInputs, used: set[str]) -> Section:
+    found = [s.split("@", 1)[1] for s in inputs.metrics if s.startswith("construct@")]
+    domains = list(dict.fromkeys([*inputs.domains, *found]))
+    rows, children = [], []
+    for domain in domains:
+        stage = f"construct@{domain}"
+        data = inputs.metrics.get(stage)
+        if data is None:
+            rows.append([domain, "–", "–", "–", "–", "not run yet"])
+        else:
+            rows.append([domain, str(data.get("source", "–")), fmt(data.get("issues", data.get("problems"))),
+                         fmt(data.get("cases")), fmt(_hidden_slots(data)), str(data.get("backend", "unspecified"))])
+        children.append(stage_or_missing(inputs, used, stage, stage, _slug(stage),
+                                         f"no data/metrics/stages/construct/{domain}.json"))
+    blocks: list[Block] = [Table(["domain", "source", "inputs", "cases", "hidden slots", "backend"], rows,
+                                 caption="Cases per domain (inputs: issues or problems read)")]
+    if not domains:
+        blocks = [Text("No domain is configured (params.yaml: domains).", kind="note")]
+    if png := plot_hidden_categories(inputs.metrics):
+        blocks.append(Figure("hidden_categories.png", png, "Hidden categories per construct stage"))
+    return Section("construction", "Construction", blocks, children)
+
+
+def _hidden_slots(data: dict[str, Any]) -> int | None:
+    if isinstance(data.get("hidden_slots"), int):
+        return data["hidden_slots"]
+    per_category = data.get("hidden_per_category")
+    if isinstance(per_category, dict) and all(isinstance(v, int) for v in per_category.values()):
+        return sum(per_category.values())
+    return None
+
+
+# ---- validation -------------------------------------------------------------------------------------------------
+
+def validation_section(inputs: ReportInputs) -> Section:
+    note = Text(f"The latest result of each Great Expectations gate, as the stages saved it under {GX_RESULTS.as_posix()}/ "
+                "(a local cache, not tracked by DVC; `make docs` renders the same validations as GX Data Docs). A stage "
+                "publishes its artifact only after its gate passes, so after a FAILED row the artifact on disk is the "
+                "previous one. This report's own gate runs after the page is written and is not listed.", kind="note")
+    if not inputs.gates:
+        return Section("validation", "Validation gates",
+                       [Text("No validation results on disk yet: no gated stage has run in this checkout.",
+                             kind="missing"), note], missing=True)
+    rows = [[g.artifact, g.suite, "unknown" if g.success is None else "passed" if g.success else "FAILED",
+             str(g.passed), str(g.evaluated - g.passed), "; ".join(g.failed) or "–"] for g in inputs.gates]
+    table = Table(["artifact", "suite", "result", "expectations passed", "expectations failed", "failed expectations"],
+                  rows, caption="Validation results")
+    return Section("validation", "Validation gates", [table, note])
+
+
+# ---- shap -------------------------------------------------------------------------------------------------------
+
+def shap_section(inputs: ReportInputs, used: set[str]) -> Section:
+    weights = inputs.json("data/shap/weights.json")
+    if "shap" not in inputs.metrics:
+        if weights is None:
+            return Section.not_run("shap", "Information value (SHAP)", "no data/metrics/stages/shap.json and no "
+                                   "data/shap/weights.json (run `dvc repro shap`)", stage="shap")
+        inputs = ReportInputs({**inputs.metrics, "shap": {"backend": "unspecified (stage metrics absent)"}},
+                              inputs.roles, inputs.domains, inputs.gates, inputs.root)
+    used.add("shap")
+    extra: list[Block] = []
+    if weights:
+        extra += [Text(f"Outcomes: {weights.get('source', 'unspecified')}."), _weights_table(weights)]
+    cv = inputs.metrics["shap"].get("cv")
+    if isinstance(cv, dict):
+        rows = [[k, fmt(v)] for k, v in cv.items() if isinstance(v, int | float) and not isinstance(v, bool)]
+        extra.append(Table(["metric", "value"], rows, caption="Classifier (LightGBM, cross-validated)"))
+    extra += _figures(inputs, "data/shap/plots", "shap", "SHAP")
+    return stage_section(inputs, "shap", "Information value (SHAP)", "shap", extra)
+
+
+def _weights_table(weights: dict[str, Any]) -> Table:
+    categories = weights.get("categories") or {}
+    exact = (weights.get("exact_shapley") or {}).get("weights") or {}
+    paper = weights.get("paper_weights_for_comparison") or {}
+    order = sorted(categories, key=lambda c: (categories[c].get("rank", 99), c))
+    rows = []
+    for name in order:
+        c = categories[name]
+        interval = f"[{fmt(c.get('ci_low'))}, {fmt(c.get('ci_high'))}]" if "ci_low" in c else "–"
+        rows.append([name, fmt(c.get("weight")), interval, fmt(c.get("rank")), fmt(exact.get(name)), fmt(paper.get(name))])
+    return Table(["category", "weight", "95% interval", "rank", "exact Shapley weight", "paper weight"], rows,
+                 caption="Category weights (mean |SHAP| normalised to max 1; data/shap/weights.json)")
+
+
+# ---- training ---------------------------------------------------------------------------------------------------
+
+def training_section(inputs: ReportInputs, used: set[str]) -> Section:
+    children = []
+    for stage in ("sft", "grpo"):
+        figures = _figure(inputs, f"data/models/{stage}/loss.png", stage, f"{stage.upper()} training loss")
+        figures += _figure(inputs, f"data/models/{stage}/rewards.png", stage, f"{stage.upper()} rewards per stage")
+        children.append(stage_or_missing(inputs, used, stage, stage.upper(), stage,
+                                         f"no data/metrics/stages/{stage}.json", figures))
+    return Section("training", "Training", [Text("LoRA SFT of the questioner, then GRPO with the staged reward.")],
+                   children)
+
+
+# ---- evaluation -------------------------------------------------------------------------------------------------
+
+def evaluation_section(inputs: ReportInputs, used: set[str]) -> Section:
+    found = [s.split("@", 1)[1] for s in inputs.metrics if s.startswith("evaluate@")]
+    children = [eval_section(inputs, used, domain) for domain in dict.fromkeys([*EVAL_DOMAINS, *found])]
+    return Section("evaluation", "Evaluation", [], children)
+
+
+def eval_section(inputs: ReportInputs, used: set[str], domain: str) -> Section:
+    stage, base = f"evaluate@{domain}", f"data/eval/{domain}"
+    data = inputs.metrics.get(stage)
+    if data is None and not inputs.exists(base):
+        return Section.not_run(_slug(stage), stage, f"no data/metrics/stages/evaluate/{domain}.json and no {base}/ "
+                               f"(run `dvc repro {stage}`)", stage=stage)
+    summary = inputs.json(f"{base}/summary.json") or {}
+    extra: list[Block] = []
+    if config := inputs.json(f"{base}/run_config.json"):
+        extra.append(_run_settings(config))
+    rows = _method_rows(data or {}) or {k: v for k, v in summary.items() if isinstance(v, dict)}
+    if rows:
+        extra.append(method_table(rows, summary))
+    extra += _figures(inputs, base, _slug(stage), stage)
+    if inputs.exists(f"{base}/report.md"):
+        extra.append(Text(f"The evaluation's own report, with every table: {base}/report.md.", kind="note"))
+    if data is None:
+        section = Section(_slug(stage), stage, [Text(f"No data/metrics/stages/evaluate/{domain}.json yet; "
+                                                     f"the files in {base}/ are shown.", kind="note"), *extra],
+                          stage=stage)
+        return section
+    used.add(stage)
+    return stage_section(inputs, stage, stage, _slug(stage), extra)
+
+
+def _method_rows(data: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    for key in ("rows", "methods"):
+        value = data.get(key)
+        if isinstance(value, dict) and value and all(isinstance(v, dict) for v in value.values()):
+            return value
+    return {}
+
+
+def _run_settings(config: dict[str, Any]) -> Table:
+    rows = [[k, fmt(v)] for k, v in config.items() if isinstance(v, str | int | float)]
+    methods = config.get("methods")
+    if isinstance(methods, list) and methods:
+        names = [str(m.get("name", m)) if isinstance(m, dict) else str(m) for m in methods]
+        rows.append(["methods", ", ".join(names)])
+    return Table(["setting", "value"], rows, caption="Run settings")
+
+
+def method_table(rows: dict[str, dict[str, Any]], summary: dict[str, Any]) -> Table:
+    """One row per method (or protocol::method) with its headline metrics; ``[low, high]`` from the summary's CI95."""
+    flat = {name: _flat_cells(values) for name, values in rows.items()}
+    columns = list(dict.fromkeys(c for cells in flat.values() for c in cells))
+    table_rows = []
+    for name, cells in flat.items():
+        intervals = (summary.get(name) or {}).get("CI95") or {}
+        line = [name]
+        for column in columns:
+            cell = cells.get(column, "–")
+            bounds = intervals.get(column)
+            if isinstance(bounds, list) and len(bounds) == 2 and cell != "–":
+                cell = f"{cell} [{fmt(bounds[0])}, {fmt(bounds[1])}]"
+            line.append(cell)
+        table_rows.append(line)
+    return Table(["method", *columns], table_rows, caption="Headline metrics per method (95% bootstrap intervals "
+                                                           "where the evaluation computed them)")
+
+
+def _flat_cells(values: dict[str, Any], prefix: str = "") -> dict[str, str]:
+    cells: dict[str, str] = {}
+    for key, value in values.items():
+        if key in ("CI95", "backend"):
+            continue
+        name = f"{prefix}{key}"
+        if isinstance(value, dict):
+            point = next((value[k] for k in ("mean", "value", "point") if k in value), None)
+            bounds = next(((value[a], value[b]) for a, b in INTERVAL_KEYS if a in value and b in value), None)
+            if point is not None and bounds is not None:
+                cells[name] = f"{fmt(point)} [{fmt(bounds[0])}, {fmt(bounds[1])}]"
+            else:
+                cells.update(_flat_cells(value, f"{name}."))
+        elif value is None or isinstance(value, str | int | float):
+            cells[name] = fmt(value)
+    return cells

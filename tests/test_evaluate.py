@@ -1,0 +1,238 @@
+"""evaluate@optimization: the loop's information boundary, resume after a real kill, the flow, the published cases."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ROOT, SHARED, python, tiny_params, write_params
+
+DRIVER = ROOT / "tests" / "eval_driver.py"
+OR_CASES = SHARED / "data" / "or-clarify"
+HEADLINE = ("AllSlotExactRestoreRate", "CoreExactRestoreRate", "WeightedSlotScore_macro", "AtomicQuestionsPerRun",
+            "AverageTurns", "SilentAssumptionsPerRun", "PrematureStopRate", "ReadyRate")
+
+
+def _case(**overrides):
+    from tasks.records import Brief, Case, CaseMetadata, HiddenSlot, Unit
+
+    units = [
+        Unit(id="U1", kind="context", content="We roast coffee in two roasters and plan next week's batches."),
+        Unit(id="U2", kind="data", content="Roaster R1 takes 20 minutes per batch; roaster R2 takes 30 minutes."),
+        Unit(id="U3", kind="constraint", content="Each roaster runs at most 8 hours per day."),
+        Unit(id="U4", kind="objective", content="Minimise the total roasting cost for the week."),
+    ]
+    slots = [
+        HiddenSlot(slot_id="H1", name="roaster_daily_hour_limit", severity="P1", unit_ids=["U3"],
+                   simulator_answer="Each roaster can run for at most 8 hours a day.",
+                   reference_questions=["How many hours per day can each roaster run at most?"],
+                   semantic_hit_rule="Asks about a daily running-time limit of the roasters."),
+        HiddenSlot(slot_id="H2", name="minimise_total_roasting_cost", severity="P0", unit_ids=["U4"],
+                   simulator_answer="We want the cheapest plan: minimise total roasting cost.",
+                   reference_questions=["Should the plan minimise the total roasting cost?"],
+                   semantic_hit_rule="Asks what the plan should optimise."),
+    ]
+    brief = Brief(content="We roast coffee in two roasters and plan next week's batches. Roaster R1 takes 20 minutes "
+                          "per batch; roaster R2 takes 30 minutes.", visible_unit_ids=["U1", "U2"])
+    data = {"metadata": CaseMetadata(benchmark="test", case_id="coffee_001", domain="optimization",
+                                      source_id="coffee"),
+                "units": units, "hidden_slots": slots, "brief": brief, "full_text": " ".join(u.content for u in units)}
+    data.update(overrides)
+    return Case(**data)
+
+
+def _headline(summary: dict) -> dict:
+    return {row: {k: v for k, v in metrics.items() if k in HEADLINE} for row, metrics in summary.items()}
+
+
+def test_the_agent_never_sees_hidden_information():
+    """Every view an agent gets carries only the brief and the public transcript."""
+    from tasks.clarifiers.base import BaseAgent, MethodContext
+    from tasks.episodes.loop import run_episode
+    from tasks.episodes.records import AgentAction
+
+    seen = []
+
+    class Spy(BaseAgent):
+        def act(self, view):
+            seen.append(view)
+            if view.turn == 1:
+                return AgentAction(kind="ask", question="What should the weekly plan optimise?")
+            return AgentAction(kind="ready", summary="Plan batches.")
+
+    class SpyMethod:
+        name, protocols, uses_detector, privileged = "spy", ("open",), True, False
+
+        def new_agent(self, case_id, brief, protocol, *, seed, ctx):
+            return Spy()
+
+    case = _case()
+    episode = run_episode(case, SpyMethod(), "open", repeat=1, seed=0, max_turns=5, ctx=MethodContext())
+    assert episode.ready and episode.turn_count == 2 and episode.atomic_questions == 1
+    hidden_texts = [s.simulator_answer for s in case.hidden_slots] + [u.content for u in case.units[2:]]
+    first = seen[0].model_dump_json()
+    assert all(text not in first for text in hidden_texts)
+    # the user's answer (a hidden fact, asked for) is public once given; audit fields are not
+    second = seen[1]
+    assert [r.speaker for r in second.transcript] == ["agent", "user"]
+    assert "disclosed" not in second.model_dump_json() and "match_status" not in second.model_dump_json()
+    assert episode.question_turns[0].disclosed_slot_ids == ["H2"]
+
+
+def test_choice_questions_without_three_distinct_options_are_protocol_failures():
+    from tasks.clarifiers.base import BaseAgent, MethodContext
+    from tasks.episodes.loop import run_episode
+    from tasks.episodes.records import AgentAction
+
+    class Two(BaseAgent):
+        def act(self, view):
+            return AgentAction(kind="ask", question="Which objective?", options={"A": "Cost", "B": "Profit"})
+
+    class TwoMethod:
+        name, protocols, uses_detector, privileged = "two", ("mc_d",), True, False
+
+        def new_agent(self, case_id, brief, protocol, *, seed, ctx):
+            return Two()
+
+    episode = run_episode(_case(), TwoMethod(), "mc_d", repeat=1, seed=0, max_turns=5, ctx=MethodContext())
+    assert episode.protocol_failure is not None and episode.protocol_failure.type == "agent_format_invalid"
+    assert not episode.ready and episode.transcript == []
+
+
+def test_bad_evaluate_params_give_one_line_and_exit_2(project):
+    params = tiny_params()
+    params["evaluate"]["optimization"]["methods"] = [{"name": "freeqa", "protocols": ["mc"]}]
+    write_params(project, params)
+    proc = python(project, "-m", "flows.evaluate", "--domain", "optimization", check=False)
+    assert proc.returncode == 2
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "evaluate.optimization.methods.0.protocols" in lines[0], proc.stderr
+    params["evaluate"]["optimization"]["methods"] = [{"name": "nonsense"}]
+    write_params(project, params)
+    proc = python(project, "-m", "flows.evaluate", "--domain", "optimization", check=False)
+    assert proc.returncode == 2 and "unknown method 'nonsense'" in proc.stderr
+    assert not (project / "data" / "eval").exists()
+
+
+def _driver(tmp: Path, name: str, cases: Path) -> tuple[list[str], dict]:
+    cache = tmp / f"{name}-cache"
+    env = dict(os.environ, CLARIFYFLOW_CACHE_DIR=str(cache), PYTHONPATH=str(ROOT))
+    cmd = [sys.executable, str(DRIVER), "--cases", str(cases), "--store", str(tmp / f"{name}-store"),
+           "--out", str(tmp / f"{name}.json"), "--call-log", str(tmp / f"{name}.calls"), "--latency", "0.02"]
+    return cmd, env
+
+
+def _calls(path: Path) -> int:
+    return len(path.read_text().splitlines()) if path.exists() else 0
+
+
+def test_a_killed_evaluation_resumes_without_repeating_episodes_or_calls(tmp_path):
+    cases = ROOT / "tests" / "data" / "or_cases.jsonl"
+    cmd, env = _driver(tmp_path, "straight", cases)
+    subprocess.run(cmd, env=env, check=True, timeout=600)
+    straight = json.loads((tmp_path / "straight.json").read_text())
+    total = _calls(tmp_path / "straight.calls")
+    assert total > 20 and straight["played"] > 0
+
+    cmd, env = _driver(tmp_path, "killed", cases)
+    proc = subprocess.Popen(cmd, env=env)
+    log = tmp_path / "killed.calls"
+    deadline = time.monotonic() + 300
+    while _calls(log) < total // 2 and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert proc.poll() is None, "the run finished before it could be killed"
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    before = _calls(log)
+    assert 0 < before < total
+    subprocess.run(cmd, env=env, check=True, timeout=600)
+    resumed = json.loads((tmp_path / "killed.json").read_text())
+    assert resumed["reused"] > 0, "finished units must come from the store"
+    assert _headline(resumed["summary"]) == _headline(straight["summary"])
+    # serial runner: at most the one call in flight at the kill is sent again
+    assert total <= _calls(log) <= total + 1, (total, before, _calls(log))
+
+
+def test_evaluate_flow_writes_gated_artifacts_and_resumes(project, prefect_api):
+    python(project, "-m", "flows.construct", "--domain", "optimization")
+    proc = python(project, "-m", "flows.evaluate", "--domain", "optimization", timeout=600)
+    assert "played" in proc.stdout, proc.stdout
+    out = project / "data" / "eval" / "optimization"
+    summary = json.loads((out / "summary.json").read_text())
+    assert set(summary) == {"open::freeqa", "mc_d::mc_d", "mc_d::interopt", "open::interopt"}
+    run_dir = out / "runs" / "mc_d" / "interopt" / "run_01"
+    case_dirs = sorted(p for p in run_dir.iterdir())
+    assert len(case_dirs) == 2
+    files = {p.name for p in case_dirs[0].iterdir()}
+    assert {"initial_brief.txt", "transcript.json", "transcript.md", "judge_result.json", "statistics.json",
+            "run_health.json", "user_choice_audit_events.json", "judge_prompt_user_message.md",
+            "ledger_events.json"} <= files
+    report = (out / "report.md").read_text()
+    assert "mc_d::interopt" in report and "local" in report
+    assert (out / "recovery.png").stat().st_size > 1000
+    metrics = json.loads((project / "data" / "metrics" / "stages" / "evaluate" / "optimization.json").read_text())
+    assert metrics["episodes"] == sum(v["RunCount"] for v in summary.values())
+    again = python(project, "-m", "flows.evaluate", "--domain", "optimization", timeout=600)
+    assert "(0 played" in again.stdout, again.stdout
+    assert json.loads((out / "summary.json").read_text()) == summary
+
+
+# ---- the 100 published cases (realdata) --------------------------------------------------------------------------
+
+
+def _published(method: str, protocol: str, *, repeats: int = 1, store: Path):
+    from tasks.evaluation.evaluate import play
+    from tasks.evaluation.metrics import summarise
+    from tasks.evaluation.runs import EvalSettings, UnitStore, load_cases
+    from tasks.roles.config import RolesParams
+
+    cases = load_cases(OR_CASES)
+    settings = EvalSettings(methods=[{"name": method, "protocols": [protocol]}], repeats=repeats, bootstrap=200,
+                            task_runner="serial")
+    results, _ = play(cases, settings, RolesParams(), UnitStore(store), runner="serial")
+    return summarise([r.episode for r in results], [r.judge for r in results], {c.case_id: c for c in cases},
+                     n_resamples=200, seed=0)[f"{protocol}::{method}"]
+
+
+@pytest.mark.realdata
+def test_oracle_recovers_the_published_slots(tmp_path):
+    row = _published("oracle", "open", store=tmp_path / "s")
+    assert row["RunCount"] == 100 and row["CoreEligibleRunCount"] == 94
+    assert row["AllSlotExactRestoreRate"] >= 0.95
+    again = _published("oracle", "open", store=tmp_path / "fresh")
+    assert again == row  # same seed, same metrics, from a fresh store
+
+
+@pytest.mark.realdata
+def test_ready_at_once_scores_zero_and_always_stops_prematurely(tmp_path):
+    row = _published("ready_now", "mc_d", store=tmp_path / "s")
+    assert row["AllSlotExactRestoreRate"] == 0.0 and row["CoreExactRestoreRate"] == 0.0
+    assert row["PrematureStopRate"] == 1.0 and row["AtomicQuestionsPerRun"] == 0.0
+
+
+def test_the_same_units_on_a_dask_cluster_give_the_same_metrics(tmp_path, prefect_api):
+    from prefect import flow
+
+    from tasks.evaluation.evaluate import play
+    from tasks.evaluation.metrics import summarise
+    from tasks.evaluation.runs import EvalSettings, UnitStore, load_cases
+    from tasks.roles.config import RolesParams
+
+    cases = load_cases(ROOT / "tests" / "data" / "or_cases.jsonl", limit=2)
+    settings = EvalSettings(methods=[{"name": "freeqa"}, {"name": "interopt", "protocols": ["mc_d"]}], repeats=1,
+                            bootstrap=200, concurrency=2)
+
+    def run(runner: str, store: str) -> dict:
+        results, stats = play(cases, settings, RolesParams(), UnitStore(tmp_path / store), runner=runner)
+        assert stats.played == len(results) == 4
+        return summarise([r.episode for r in results], [r.judge for r in results], n_resamples=200)
+
+    on_dask = flow(name="eval-on-dask")(lambda: run("dask", "dask"))()
+    assert _headline(on_dask) == _headline(run("serial", "serial"))
