@@ -18,14 +18,6 @@ COLOURS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#8
            "#bcbd22", "#393b79", "#637939")
 
 
-def _last_change(values: list[float]) -> int:
-    last = 0
-    for i in range(1, len(values)):
-        if values[i] != values[i - 1]:
-            last = i
-    return last
-
-
 def _cut(values: list[float], end: int) -> list[float]:
     return list(values[: end + 1]) + [values[end]]
 
@@ -48,8 +40,8 @@ def recovery_plot(curves: dict[str, Any], path: Path) -> Path:
     axes = fig.subplots(len(protocols), 2, squeeze=False, sharey=True)
     for row, protocol in enumerate(protocols):
         rows = sorted(by_protocol.get(protocol, []), key=lambda kc: kc[1]["method"])
-        end = max([_last_change(c[m]["mean"]) for _, c in rows for m in ("all_slot", "core") if c.get(m)] + [1])
-        end = min(end + 1, len(grid) - 1)
+        # the whole question range: a flat tail shows that more questions recovered nothing more
+        end = len(grid) - 1
         xs = list(grid[: end + 1]) + [grid[end] + 0.5]  # a short tail so the last step shows
         for col, (metric, label) in enumerate((("all_slot", "All-Slot Exact"), ("core", "Core Exact"))):
             ax = axes[row][col]

@@ -118,12 +118,13 @@ def plan_units(cases: Sequence[Case], settings: EvalSettings) -> list[Unit]:
 def code_version() -> str:
     """Hash of the source that plays and judges episodes; any edit there invalidates the stored results."""
     root = Path(__file__).resolve().parents[1]
+    files = [p for folder in ("episodes", "clarifiers", "roles", "llm") for p in (root / folder).rglob("*")]
+    files += [root / "evaluation" / "judge.py", root / "records.py"]  # not the metrics, plots or report
     digest = hashlib.sha256()
-    for folder in ("episodes", "clarifiers", "evaluation", "roles", "llm"):
-        for path in sorted((root / folder).rglob("*")):
-            if path.is_file() and path.suffix in {".py", ".j2", ".npz"}:
-                digest.update(path.relative_to(root).as_posix().encode())
-                digest.update(path.read_bytes())
+    for path in sorted(files):
+        if path.is_file() and path.suffix in {".py", ".j2", ".npz"}:
+            digest.update(path.relative_to(root).as_posix().encode())
+            digest.update(path.read_bytes())
     return digest.hexdigest()
 
 
