@@ -56,7 +56,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from tasks.clarifiers import interopt_roles as R
 from tasks.clarifiers.base import BaseAgent, MethodContext
 from tasks.clarifiers.ledger import GapRow, Ledger
-from tasks.episodes.records import AgentAction, AgentView, Protocol
+from tasks.episodes.records import AgentAction, AgentView, Protocol, public_turns
 from tasks.errors import InputError
 from tasks.roles.base import RoleFailure
 
@@ -86,7 +86,7 @@ class InterOptOptions(BaseModel):
 
 
 def _transcript(view: AgentView) -> list[R.PublicTurn]:
-    return [R.PublicTurn(turn=r.turn, speaker=r.speaker, content=r.content) for r in view.transcript]
+    return public_turns(view.transcript)
 
 
 def _last_reply(view: AgentView) -> str | None:

@@ -29,6 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from tasks.clarifiers.gaps import OBJECTIVE_CUE, GapCandidate, all_gaps, brief_facts
 from tasks.clarifiers.ledger import MAX_NEW_PER_TURN, GapRow, GapUpdate, normalise
+from tasks.episodes.records import PublicTurn
 from tasks.roles.base import RoleSpec
 
 OptionId = Literal["A", "B", "C"]
@@ -48,14 +49,6 @@ def category_rank(category: str) -> int:
 
 
 # ---- the public transcript as the roles see it --------------------------------------------------------------------
-
-
-class PublicTurn(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    turn: int
-    speaker: Literal["agent", "user"]
-    content: str
 
 
 class QA(BaseModel):

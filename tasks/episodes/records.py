@@ -48,6 +48,18 @@ class TranscriptRow(_Frozen):
     structured: dict[str, Any] = {}
 
 
+class PublicTurn(_Model):
+    """A transcript message as role inputs carry it (no structured payload): the agent roles and the judge."""
+
+    turn: int
+    speaker: Literal["agent", "user"]
+    content: str
+
+
+def public_turns(rows: list[TranscriptRow]) -> list[PublicTurn]:
+    return [PublicTurn(turn=r.turn, speaker=r.speaker, content=r.content) for r in rows]
+
+
 class AgentView(_Frozen):
     """Everything an agent may see at one turn."""
 

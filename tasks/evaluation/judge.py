@@ -31,10 +31,12 @@ from tasks.episodes.records import (
     USER_PREFIX,
     Episode,
     JudgeResult,
+    PublicTurn,
     SilentAssumption,
     SlotScore,
     StoppingBehavior,
     StopStatus,
+    public_turns,
 )
 from tasks.records import Case, HiddenSlot
 from tasks.roles import slot_hit as sh
@@ -169,14 +171,6 @@ def assemble(case: Case, episode: Episode, scores: Sequence[SlotScore], session:
 # ---- the session judge role (or_session_judge) ------------------------------------------------------------------
 
 
-class SessionTurn(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    turn: int
-    speaker: Literal["agent", "user"]
-    content: str
-
-
 class SessionSlot(BaseModel):
     """A hidden slot's rubric plus this run's hit for it."""
 
@@ -199,7 +193,7 @@ class SessionJudgeInput(BaseModel):
     case_id: str
     protocol: str
     brief: str
-    transcript: list[SessionTurn]
+    transcript: list[PublicTurn]
     ready: bool = Field(description="True when the run ended with READY_TO_MODEL.")
     ready_summary: str = ""
     max_turns: int
@@ -228,7 +222,7 @@ def session_input(case: Case, episode: Episode, scores: Sequence[SlotScore], *,
                                  hit=score.hit, evidence_location=score.evidence_location))
     return SessionJudgeInput(
         case_id=case.case_id, protocol=episode.protocol, brief=episode.brief,
-        transcript=[SessionTurn(turn=r.turn, speaker=r.speaker, content=r.content) for r in episode.transcript],
+        transcript=public_turns(episode.transcript),
         ready=episode.ready, ready_summary=episode.ready_summary if episode.ready else "", max_turns=episode.max_turns,
         slots=slots, over_questioning_after=over_questioning_after,
     )
