@@ -467,6 +467,13 @@ class GapInventory(Protocol):
         """ORPilot's fixed interview for this domain, or None for the optimisation interview."""
         ...
 
+    goal_placeholder: str
+    """What a summary says while the goal is unconfirmed ("what the plan should optimise")."""
+
+    def goal(self, brief: str) -> str:
+        """The brief's sentence that states the goal (at most 200 characters), "" when none does."""
+        ...
+
 
 class OptimizationInventory:
     """The optimisation inventory above: objective, demand policy, limits, relations, timing, decision scope."""
@@ -481,6 +488,14 @@ class OptimizationInventory:
 
     def interview(self, brief: str) -> list[str] | None:
         return None
+
+    goal_placeholder = "what the plan should optimise"
+
+    def goal(self, brief: str) -> str:
+        for sentence in re.split(r"(?<=[.!?])\s+|\n+", brief):
+            if OBJECTIVE_CUE.search(sentence):
+                return sentence.strip()[:200]
+        return ""
 
 
 OPTIMIZATION = OptimizationInventory()
@@ -513,6 +528,10 @@ def brief_facts(brief: str) -> BriefFacts:
 
 def interview(brief: str) -> list[str] | None:
     return active().interview(brief)
+
+
+def goal_sentence(brief: str) -> str:
+    return active().goal(brief)
 
 
 def asked_keys(transcript: Sequence[TranscriptRow], gaps: Sequence[GapCandidate]) -> set[str]:

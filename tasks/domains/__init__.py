@@ -81,3 +81,13 @@ def judge_hints_for(name: str | None):
         return getattr(get_domain(name), "judge_hints", None)
     except (KeyError, ImportError):
         return None
+
+
+def user_aspects_for(name: str | None) -> dict[str, list[str]]:
+    """Per unit kind, how a question about it is put (``Domain.user_aspects``; empty for unknown domains)."""
+    if not name:
+        return {}
+    try:
+        return dict(getattr(get_domain(name), "user_aspects", None) or {})
+    except (KeyError, ImportError):
+        return {}

@@ -21,6 +21,7 @@ hook                        meaning
 ``reference_questions``     local templates: the questions that recover a hidden slot
 ``simulated_answer``        local template: what the simulated user answers when asked about the slot
 ``gap_inventory``           the gaps the local agents ask about (episode domains; None otherwise)
+``user_aspects``            per kind, how a question about it is put (the simulated user's local matching)
 ``judge_hints``             what the brief is and what READY means, for the judges' prompts
 ``evaluation``              ``episodes`` (the OR-Clarify loop over Case records) or ``questions`` (SWE question sets)
 ==========================  =========================================================================================
@@ -100,6 +101,9 @@ class Domain(Protocol):
     evaluation: Evaluation
     taxonomy: Taxonomy
     judge_hints: JudgeHints
+    user_aspects: dict[str, list[str]]
+    """Per hideable kind, how questions about that kind of fact are put ("Which period should the analysis
+    cover?"); the simulated user's local backend also matches questions against them. Empty: the facts only."""
 
     # ---- construct@<name> ----------------------------------------------------------------------------------------
 
@@ -163,7 +167,8 @@ class Domain(Protocol):
 def check_domain(domain: Any) -> list[str]:
     """What ``domain`` lacks to satisfy :class:`Domain` (empty when it satisfies it)."""
     problems = []
-    for name in ("name", "evaluation", "taxonomy", "judge_hints", "gap_inventory", "parse_params", "check_inputs",
+    for name in ("name", "evaluation", "taxonomy", "judge_hints", "user_aspects", "gap_inventory", "parse_params",
+                 "check_inputs",
                  "load_records", "decompose", "hide_candidates", "choose_hidden", "severity", "reference_questions",
                  "simulated_answer", "construct", "write", "validation_table"):
         if not hasattr(domain, name):

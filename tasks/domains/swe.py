@@ -382,6 +382,7 @@ class SweDomain:
         subject="a GitHub issue (bug report or feature request)", deliverable="a patch that resolves the issue",
         core="Every hidden category counts as core (P1); the shap stage's category weights rank them.",
     )
+    user_aspects: dict[str, list[str]] = {}
     gap_inventory = None
     """Question-set evaluation: methods write their own questions (``question_writer`` templates locally)."""
 

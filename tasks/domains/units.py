@@ -232,6 +232,9 @@ class UnitDomain:
     suite: ClassVar[str] = "unit_cases"
     simulator: ClassVar[dict[str, str]] = {}
     """``extra.simulator`` of every case (who the simulated user is; optional)."""
+    user_aspects: ClassVar[dict[str, list[str]]] = {}
+    """Per hideable kind, how questions about it are usually put: the simulated user's local backend matches a
+    question against them as well as against the fact (``tasks/roles/or_user.py``). Empty: facts only."""
 
     # ---- params and inputs -------------------------------------------------------------------------------------
 

@@ -193,12 +193,13 @@ def construct_section(inputs: ReportInputs, used: set[str]) -> Section:
         if data is None:
             rows.append([domain, "–", "–", "–", "–", "not run yet"])
         else:
-            rows.append([domain, str(data.get("source", "–")), fmt(data.get("issues", data.get("problems"))),
+            inputs_read = next((data[k] for k in ("issues", "problems", "requests", "records") if k in data), None)
+            rows.append([domain, str(data.get("source", "–")), fmt(inputs_read),
                          fmt(data.get("cases")), fmt(_hidden_slots(data)), str(data.get("backend", "unspecified"))])
         children.append(stage_or_missing(inputs, used, stage, stage, _slug(stage),
                                          f"no data/metrics/stages/construct/{domain}.json"))
     blocks: list[Block] = [Table(["domain", "source", "inputs", "cases", "hidden slots", "backend"], rows,
-                                 caption="Cases per domain (inputs: issues or problems read)")]
+                                 caption="Cases per domain (inputs: issues, problems, requests or records read)")]
     if not domains:
         blocks = [Text("No domain is configured (params.yaml: domains).", kind="note")]
     if png := plot_hidden_categories(inputs.metrics):
@@ -286,7 +287,8 @@ def training_section(inputs: ReportInputs, used: set[str]) -> Section:
 
 def evaluation_section(inputs: ReportInputs, used: set[str]) -> Section:
     found = [s.split("@", 1)[1] for s in inputs.metrics if s.startswith("evaluate@")]
-    children = [eval_section(inputs, used, domain) for domain in dict.fromkeys([*EVAL_DOMAINS, *found])]
+    domains = dict.fromkeys([*EVAL_DOMAINS, *inputs.domains, *found])  # dvc.yaml evaluates every listed domain
+    children = [eval_section(inputs, used, domain) for domain in domains]
     return Section("evaluation", "Evaluation", [], children)
 
 
