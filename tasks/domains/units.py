@@ -460,3 +460,55 @@ class UnitDomain:
                 and all(len(s.reference_questions) >= 2 and s.failure_modes for s in case.hidden_slots),
             })
         return self.suite, pd.DataFrame(rows)
+
+
+# ---- a gap inventory from the taxonomy (for domains without a hand-written one) -----------------------------------
+
+
+class KindGapInventory:
+    """Gaps = the hideable kinds the brief does not state, each asked with its template question.
+
+    ``classify(text, first=..., structured=...)`` types one segment of the brief (the domain's own rules);
+    ``questions`` maps a hideable kind to ``(InterOPT gap category, question, {A, B, C} hypotheses)``. Kinds come in
+    the order of ``questions``, so the first one is asked first.
+    """
+
+    def __init__(self, name: str, classify: Any, questions: dict[str, tuple[str, str, dict[str, str]]],
+                 goal_kind: str | None = None):
+        self.name = name
+        self.classify = classify
+        self.questions = questions
+        self.goal_kind = goal_kind
+        self.goal_placeholder = f"the {goal_kind.replace('_', ' ')}" if goal_kind else "the goal of the request"
+
+    def stated(self, brief: str) -> list[tuple[str, str]]:
+        """``(kind, text)`` of every segment of the brief."""
+        from tasks.orclarify.decompose import segment
+
+        return [(self.classify(s.content, first=i == 0, structured=s.structured), s.content)
+                for i, s in enumerate(segment(brief))] if brief.strip() else []
+
+    def gaps(self, brief: str):
+        from tasks.clarifiers.gaps import GapCandidate
+
+        stated = {kind for kind, _ in self.stated(brief)}
+        first = brief.strip().splitlines()[0][:200] if brief.strip() else ""
+        return tuple(
+            GapCandidate(key=kind, category=category, description=f"The {kind.replace('_', ' ')} is not stated.",
+                         evidence_quote=first, question=question, options=dict(options), priority=rank)
+            for rank, (kind, (category, question, options)) in enumerate(self.questions.items())
+            if kind not in stated
+        )
+
+    def facts(self, brief: str):
+        from tasks.clarifiers.gaps import BriefFacts
+
+        stated = {kind for kind, _ in self.stated(brief)}
+        return BriefFacts(entities=[], time_unit=None, has_objective=self.goal_kind in stated, objective_hint="output",
+                          has_demand=False, has_demand_policy=False, mentions_integrality=False)
+
+    def interview(self, brief: str) -> list[str] | None:
+        return [question for _, question, _ in self.questions.values()]
+
+    def goal(self, brief: str) -> str:
+        return next((text[:200] for kind, text in self.stated(brief) if kind == self.goal_kind), "")
