@@ -21,7 +21,7 @@ import re
 import sys
 from pathlib import Path
 
-from flows.cli import EXIT_INPUT, run_main
+from flows.cli import run_main
 
 RESERVED = frozenset({"template", "api", "units", "or_toml", "domains", "tasks", "flows", "tests", "data", "test",
                       "all", "default", "params", "report", "shap", "sft", "grpo", "sft_data"})
@@ -121,8 +121,8 @@ The decomposer in `tasks/domains/{name}.py` cuts each `text` into sentences and 
 
 
 def test_text(name: str) -> str:
-    return f'''"""The {name} domain (scaffolded): it satisfies the domain API, its records become cases that pass the gate's
-checks, and its local agents ask about what a brief leaves open."""
+    return f'''"""The {name} domain (scaffolded): it satisfies the domain API, its records become cases that pass
+the gate's checks, and its local agents ask about what a brief leaves open."""
 
 from __future__ import annotations
 

@@ -117,8 +117,8 @@ def test_the_episode_loop_activates_the_case_domain_inventory():
 
 
 def test_judge_prompts_name_the_domain_and_keep_the_optimisation_wording():
-    from tasks.evaluation.judge import SESSION_SPEC, session_input, subject_of
     from tasks.episodes.records import Episode
+    from tasks.evaluation.judge import SESSION_SPEC, session_input, subject_of
     from tests.test_evaluate import _case
 
     case = _case()

@@ -16,13 +16,13 @@ import os
 import sys
 from collections import Counter
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from tqdm import tqdm
 
 from tasks import caching, categories, masking, records, store
-from tasks.categories import Category
 from tasks.caching import RunStats
+from tasks.categories import Category
 from tasks.domains import ConstructResult
 from tasks.domains.api import Eligibility, JudgeHints, Severity, Taxonomy
 from tasks.errors import InputError
@@ -382,7 +382,7 @@ class SweDomain:
         subject="a GitHub issue (bug report or feature request)", deliverable="a patch that resolves the issue",
         core="Every hidden category counts as core (P1); the shap stage's category weights rank them.",
     )
-    user_aspects: dict[str, list[str]] = {}
+    user_aspects: ClassVar[dict[str, list[str]]] = {}
     gap_inventory = None
     """Question-set evaluation: methods write their own questions (``question_writer`` templates locally)."""
 

@@ -76,9 +76,9 @@ EXAMPLES = [
              "lunch included. Send the shortlist as a table with price, capacity and travel time."},
     {"id": "garden_rota_001", "title": "Watering rota for a community garden",
      "text": "Our volunteer group looks after a community garden and needs a watering rota for June to September. "
-             "The aim is that every Saturday and Sunday is covered by two volunteers. Leave out the two weeks in August when "
-             "the garden is closed. Nobody should be on the rota more than twice a month. Please share the rota as "
-             "a spreadsheet with one row per day."},
+             "The aim is that every Saturday and Sunday is covered by two volunteers. Leave out the two weeks in "
+             "August when the garden is closed. Nobody should be on the rota more than twice a month. Please share "
+             "the rota as a spreadsheet with one row per day."},
     {"id": "book_club_001", "title": "Reading list for a book club",
      "text": "We are a book club of nine retired teachers meeting once a month. The aim is a reading list for the "
              "next six meetings that mixes fiction and non-fiction. Exclude anything we read in the last two years. "

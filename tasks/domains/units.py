@@ -350,9 +350,8 @@ class UnitDomain:
         import importlib
         import pkgutil
 
-        from tasks.orclarify import brief
-
         from tasks.domains import module_name
+        from tasks.orclarify import brief
 
         own = importlib.import_module(module_name(self.name) or type(self).__module__)
         mods = [own]

@@ -118,7 +118,7 @@ def classify(text: str, *, first: bool = False, structured: bool = False) -> str
         points["context"] += FIRST_CONTEXT_BONUS
     best = max(points.values())
     if best <= 0:
-        return "context" if first else "filter" if re.search(r"\bonly\b", text, re.I) else "context"
+        return "filter" if not first and re.search(r"\bonly\b", text, re.IGNORECASE) else "context"
     return next(kind for kind in PRIORITY if points[kind] == best)
 
 

@@ -20,7 +20,8 @@ NUMERIC_COLUMN = re.compile(r"(_id|_eur|_usd|_amount|amount|_count|count|qty|qua
 METRIC_PHRASE = re.compile(
     r"\b((?:[a-z][\w\-]*\s)?(?:rate|share|ratio|margin|per (?:signup|member|customer|user)))\b", re.IGNORECASE)
 METRIC_WORDS = re.compile(
-    r"\b(repeat purchases?|repeat rate|repeat customers?|churn|retention|conversion|attrition|margin|occupancy|turnover|delays?|"
+    r"\b(repeat purchases?|repeat rate|repeat customers?|churn|retention|conversion|attrition|margin|occupancy|"
+    r"turnover|delays?|"
     r"no-shows?|click-through|completion|cancellations?|active viewers?|basket size|loans per member|stock-outs?|"
     r"response time|late payments?|crash(?:-free)?|peak share|cost per signup|on-time)\b", re.IGNORECASE)
 STOP = frozenset("""the a an our my your this that these those of for to in on at by with and or is are be

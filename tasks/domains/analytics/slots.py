@@ -25,8 +25,8 @@ from tasks.records import Unit
 
 TOP_N = re.compile(r"\btop \d+|\b\d+ (brands|products|rows|items|zones|combinations)\b|\bat least \d+|\bmore than \d+",
                    re.IGNORECASE)
-NAME_STOP = frozenset("""a an the of to in on at by with and or is are be for from as per use using take it its this that
-these those we our i me my you your please should would will can only all any each every one two three than then
+NAME_STOP = frozenset("""a an the of to in on at by with and or is are be for from as per use using take it its this
+that these those we our i me my you your please should would will can only all any each every one two three than then
 which who whose what when where how there their them they do does did not no into within between after before
 during up over under more less most least just also""".split())
 
