@@ -144,3 +144,20 @@ def test_construct_and_evaluate_stages_run(project, prefect_api):
     assert set(summary) == {"open::freeqa", "mc_d::mc_d"}
     metrics = json.loads((project / "data" / "metrics" / "stages" / "evaluate" / "analytics.json").read_text())
     assert metrics["episodes"] == 4 and "local backends" in metrics["backend"]
+
+
+@pytest.mark.parametrize(("lines", "message"), [
+    (['{"id": "a1", "text": "Count the orders."}', '{"id": "a1", "text": "Count the refunds."}'], "duplicate id 'a1'"),
+    (['{"id": "a1", "text": "  "}'], "text is empty"),
+    (['{"id": "a/1", "text": "Count the orders."}'], "field 'id'"),
+    (['{"id": "a1", "text": "x", "units": [{"id": "U1", "kind": "objective", "content": "x"}]}'],
+     "unknown unit kind 'objective'"),
+])
+def test_bad_requests_are_rejected_with_the_file_and_field(tmp_path, lines, message):
+    from tasks.errors import InputError
+
+    path = tmp_path / "requests.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    with pytest.raises(InputError, match=re.escape(message)) as err:
+        DOMAIN.check_inputs(DOMAIN.params_model(samples_path=str(path)), ROOT)
+    assert str(path) in str(err.value) and "\n" not in str(err.value)

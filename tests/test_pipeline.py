@@ -22,7 +22,7 @@ def _cases(repo):
 
 
 def test_flow_help_is_fast(project):
-    for module in ("construct", "report", "pipeline", "serve"):
+    for module in ("construct", "report", "pipeline", "serve", "new_domain"):
         started = time.monotonic()
         proc = python(project, "-m", f"flows.{module}", "--help")
         assert "usage:" in proc.stdout

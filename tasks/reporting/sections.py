@@ -94,11 +94,21 @@ def roles_line(stage: str, data: dict[str, Any], inputs: ReportInputs) -> Text |
 
 
 def _stage_roles(stage: str, data: dict[str, Any], inputs: ReportInputs) -> tuple[str, ...]:
-    if stage == "evaluate@optimization":
+    if stage.startswith("evaluate@") and _evaluation(stage.split("@", 1)[1]) == "episodes":
         return tuple(n for n in inputs.roles if n.startswith("or_") or n in ("slot_hit_judge", "question_detector"))
     if stage == "sft_data" and "published_targets" in data:
         return (*STAGE_ROLES[stage], *SWE_JUDGES)
     return STAGE_ROLES.get(stage, ())
+
+
+def _evaluation(domain: str) -> str | None:
+    """How the domain is evaluated (``Domain.evaluation``), None for a domain this checkout does not define."""
+    from tasks.domains import get_domain
+
+    try:
+        return get_domain(domain).evaluation
+    except (KeyError, ImportError):
+        return None
 
 
 def _role_backend(info: dict[str, Any]) -> str:
