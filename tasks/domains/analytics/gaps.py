@@ -60,7 +60,7 @@ def _code(names: Sequence[str], k: int = 2, joiner: str = " or ") -> str:
 def analytics_gaps(brief: str) -> tuple[GapCandidate, ...]:
     ent = request_entities(brief)
     stated = stated_kinds(brief) if brief.strip() else set()
-    metric = f"the {ent.metric}" if ent.metric else f"the number you need from the {ent.entity or 'data'}"
+    metric = f"the {ent.metric}" if ent.metric else "the figure"
     entity = ent.entity or "records"
     result = f"the {ent.metric}" if ent.metric else "the result"
     rows = f"rows in `{ent.tables[0]}`" if ent.tables else f"{entity} rows"
@@ -75,7 +75,7 @@ def analytics_gaps(brief: str) -> tuple[GapCandidate, ...]:
 
     if "metric" not in stated:
         add("metric", f"How {metric} is defined is not stated.",
-            f"How exactly should {metric} be calculated?",
+            f"How exactly should {metric} be calculated" + (f" from {ent.listed_tables}?" if ent.tables else "?"),
             {"A": f"A plain count of {entity}", "B": f"A share of qualifying {entity} among all {entity}",
              "C": f"An average value per {entity}"}, _evidence(brief, ent.metric))
     if "data_source" not in stated:
@@ -109,13 +109,14 @@ def analytics_gaps(brief: str) -> tuple[GapCandidate, ...]:
         grain = _grain(brief) or "month"
         by = f"by {dims} or by {grain}" if dims else f"by {grain} or by category"
         add("grouping", "How the result is broken down is not stated.",
-            f"Should {result} be broken down, for example {by}?",
+            f"How should {result} be broken down, for example {by}?",
             {"A": "One overall figure", "B": f"Broken down by {_code(ent.dimension_columns, 1) or 'category'}",
              "C": f"Broken down by {grain}"}, _evidence(brief, ent.dimension_columns[0] if ent.dimension_columns
                                                          else metric))
     if "output_format" not in stated:
         add("output_format", "The form of the deliverable is not stated.",
-            "In what format should the result be delivered, for example a sorted table, a chart or a CSV file?",
+            "In what format should the result be delivered, for example a sorted table, a chart, a CSV file or only "
+            "the top rows?",
             {"A": "A table sorted by the main figure", "B": "A chart", "C": "A CSV or Excel file"})
     if ent.date_columns and len(ent.date_columns) >= 2:
         add("date_basis", "Which date column and time zone define the window is not stated.",
