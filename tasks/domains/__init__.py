@@ -91,3 +91,14 @@ def user_aspects_for(name: str | None) -> dict[str, list[str]]:
         return dict(getattr(get_domain(name), "user_aspects", None) or {})
     except (KeyError, ImportError):
         return {}
+
+
+def code_version() -> str:
+    """Hash of every domain module's source (gap inventories, judge hints, user aspects shape the episodes)."""
+    import hashlib
+
+    digest = hashlib.sha256()
+    for path in sorted(FOLDER.rglob("*.py")):
+        digest.update(path.relative_to(FOLDER).as_posix().encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()

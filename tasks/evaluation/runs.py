@@ -116,11 +116,10 @@ def plan_units(cases: Sequence[Case], settings: EvalSettings) -> list[Unit]:
 
 
 def code_version() -> str:
-    """Hash of the source that plays and judges episodes (the domains' gap inventories and judge hints included);
-    any edit there invalidates the stored results."""
+    """Hash of the source that plays and judges episodes; any edit there invalidates the stored results."""
     root = Path(__file__).resolve().parents[1]
     digest = hashlib.sha256()
-    for folder in ("episodes", "clarifiers", "evaluation", "roles", "llm", "domains"):
+    for folder in ("episodes", "clarifiers", "evaluation", "roles", "llm"):
         for path in sorted((root / folder).rglob("*")):
             if path.is_file() and path.suffix in {".py", ".j2", ".npz"}:
                 digest.update(path.relative_to(root).as_posix().encode())
