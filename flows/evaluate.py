@@ -6,6 +6,11 @@ Reads ``params.yaml: evaluate.<domain>`` (cases, methods x protocols, K repeats,
 Prefect task runner; finished units are stored under ``.cache/eval/<domain>`` so a killed run resumes without
 replaying them (and the LLM call cache serves the calls of the units that were cut off). The episodes and the summary
 pass GX gates before the folder is swapped into place.
+
+The domain decides how it is evaluated (``Domain.evaluation`` in ``tasks/domains/api.py``): ``episodes`` plays the
+OR-Clarify loop over its Case records (optimisation, analytics, scaffolded domains), ``questions`` scores question
+sets as in CLARITI (swe). :data:`EVALUATIONS` maps each kind to its prepare and run functions; nothing here names a
+domain.
 """
 
 from __future__ import annotations
@@ -13,10 +18,11 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 
 from flows.cli import EXIT_INPUT, run_main
 
-DOMAINS = ("optimization", "swe")
 HEADLINE = ("RunCount", "AllSlotExactRestoreRate", "CoreExactRestoreRate", "WeightedSlotScore_macro",
             "AtomicQuestionsPerRun", "AverageTurns", "SilentAssumptionsPerRun", "PrematureStopRate", "ReadyRate")
 SWE_ROLES = ("swe_user", "redundancy_judge", "answerability_judge", "question_classifier", "question_writer")
@@ -36,7 +42,7 @@ def backend_line(roles, names=EVAL_ROLES) -> str:
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m flows.evaluate", description=__doc__.splitlines()[0])
-    parser.add_argument("--domain", required=True, help="domain with an evaluate.<domain> section (optimization)")
+    parser.add_argument("--domain", required=True, help="domain with an evaluate.<domain> section (e.g. optimization)")
     parser.add_argument("--params", default="params.yaml", help="params file (default: params.yaml)")
     parser.add_argument("--out", default=None, help="output folder (default: data/eval/<domain>)")
     parser.add_argument("--runner", choices=["threads", "dask", "serial"], default=None,
@@ -44,27 +50,52 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-def prepare(domain: str, params: str = "params.yaml"):
-    """Params, settings and cases, validated before Prefect starts (InputError names the file and field)."""
+def domain_of(domain: str, params_path):
+    """The domain and its evaluation kind, or an InputError naming params.yaml."""
+    from tasks.domains import get_domain
     from tasks.errors import InputError
-    from tasks.evaluation.runs import EvalSettings, load_cases
-    from tasks.params import load_params, section
+
+    try:
+        dom = get_domain(domain)
+    except KeyError as err:
+        raise InputError(params_path, f"no evaluation for domain {domain!r}: {err.args[0]}", field="evaluate") from None
+    if dom.evaluation not in EVALUATIONS:
+        raise InputError(params_path, f"domain {domain!r} has an unknown evaluation {dom.evaluation!r} (known: "
+                         f"{', '.join(EVALUATIONS)})", field="evaluate")
+    return dom
+
+
+def prepare(domain: str, params: str = "params.yaml"):
+    """Params, settings and inputs, validated before Prefect starts (InputError names the file and field)."""
+    from tasks.errors import InputError
+    from tasks.params import load_params
     from tasks.store import repo_root
 
     root = repo_root()
     params_path = root / params
     cfg = load_params(params_path)
-    if domain not in DOMAINS:
-        raise InputError(params_path, f"no evaluation for domain {domain!r} (known: {', '.join(DOMAINS)})",
-                         field="evaluate")
+    dom = domain_of(domain, params_path)
     if domain not in cfg.evaluate:
         raise InputError(params_path, f"missing section evaluate.{domain}", field=f"evaluate.{domain}")
-    if domain == "swe":
-        from tasks.evaluation.swe import SweEvalSettings, load_swe_inputs
+    return EVALUATIONS[dom.evaluation].prepare(root, params_path, cfg, domain)
 
-        settings = section(params_path, SweEvalSettings, cfg.evaluate[domain], f"evaluate.{domain}")
-        inputs = load_swe_inputs(root, settings)
-        return root, cfg, settings, inputs
+
+def prepare_questions(root, params_path, cfg, domain: str):
+    """``questions``: the SWE-style settings and inputs (cases, weights, surrogate, workbook)."""
+    from tasks.evaluation.swe import SweEvalSettings, load_swe_inputs
+    from tasks.params import section
+
+    settings = section(params_path, SweEvalSettings, cfg.evaluate[domain], f"evaluate.{domain}")
+    inputs = load_swe_inputs(root, settings)
+    return root, cfg, settings, inputs
+
+
+def prepare_episodes(root, params_path, cfg, domain: str):
+    """``episodes``: the methods (each checked against its protocols) and the cases."""
+    from tasks.errors import InputError
+    from tasks.evaluation.runs import EvalSettings, load_cases
+    from tasks.params import section
+
     settings = section(params_path, EvalSettings, cfg.evaluate[domain], f"evaluate.{domain}")
     from tasks.clarifiers.base import get_method
 
@@ -84,6 +115,16 @@ def prepare(domain: str, params: str = "params.yaml"):
 
 def evaluate(domain: str = "optimization", params: str = "params.yaml", out: str | None = None,
              runner: str | None = None) -> dict:
+    """The flow body: dispatch on the domain's evaluation kind."""
+    from tasks.store import repo_root
+
+    started = time.monotonic()
+    dom = domain_of(domain, repo_root() / params)
+    return EVALUATIONS[dom.evaluation].run(domain, params, out, runner, started)
+
+
+def evaluate_episodes(domain: str, params: str, out: str | None, runner: str | None, started: float) -> dict:
+    """Episodes: every method x protocol x repeat x case played, judged, summarised and gated (or-clarify.md)."""
     from tasks.evaluation import metrics as eval_metrics
     from tasks.evaluation.evaluate import play, write_outputs
     from tasks.evaluation.report import publish_report
@@ -92,9 +133,6 @@ def evaluate(domain: str = "optimization", params: str = "params.yaml", out: str
     from tasks.store import atomic_write_json, publish_dir, staged_dir
     from tasks.validation import gate
 
-    started = time.monotonic()
-    if domain == "swe":
-        return evaluate_swe_domain(params, out, started)
     root, cfg, settings, cases = prepare(domain, params)
     store = UnitStore(root / ".cache" / "eval" / domain)
     client = default_client()
@@ -121,14 +159,14 @@ def evaluate(domain: str = "optimization", params: str = "params.yaml", out: str
             "out": str(out_dir.relative_to(root)) if out_dir.is_relative_to(root) else str(out_dir)}
 
 
-def evaluate_swe_domain(params: str, out: str | None, started: float) -> dict:
-    """evaluate@swe: questions per method on the SWE cases, answered by the simulated user, scored (CLARITI §7)."""
+def evaluate_questions(domain: str, params: str, out: str | None, runner: str | None, started: float) -> dict:
+    """Question sets per method on the cases, answered by the simulated user, scored (CLARITI §7; evaluate@swe)."""
     from tasks.evaluation import swe
     from tasks.store import atomic_write_json, publish_dir, staged_dir
     from tasks.validation import gate
 
-    root, cfg, settings, inputs = prepare("swe", params)
-    out_dir = root / (out or "data/eval/swe")
+    root, cfg, settings, inputs = prepare(domain, params)
+    out_dir = root / (out or f"data/eval/{domain}")
     results_dir = root / ".cache" / "gx" / "results"
     with staged_dir(out_dir) as staging:
         summary = swe.evaluate_swe(inputs.cases, settings, cfg.roles, staging, root=root, inputs=inputs,
@@ -142,14 +180,29 @@ def evaluate_swe_domain(params: str, out: str | None, started: float) -> dict:
         publish_dir(staging, out_dir)
     from tasks.evaluation.report import publish_report
 
-    publish_report(report, key="evaluate-swe")
+    publish_report(report, key=f"evaluate-{domain}")
     methods = summary.get("methods", summary)
     metrics = {"backend": backend_line(cfg.roles, SWE_ROLES), "cases": len(inputs.cases),
                "rows": {name: _swe_headline(m) for name, m in methods.items() if isinstance(m, dict)}}
-    atomic_write_json(root / "data" / "metrics" / "stages" / "evaluate" / "swe.json", metrics)
-    return {"domain": "swe", "episodes": len(inputs.cases) * len(settings.methods),
+    atomic_write_json(root / "data" / "metrics" / "stages" / "evaluate" / f"{domain}.json", metrics)
+    return {"domain": domain, "episodes": len(inputs.cases) * len(settings.methods),
             "played": run.get("computed", 0), "reused": run.get("reused", 0), "rows": len(metrics["rows"]),
             "seconds": round(time.monotonic() - started, 1), "out": str(out_dir.relative_to(root))}
+
+
+@dataclass(frozen=True)
+class EvaluationKind:
+    prepare: Callable
+    """``(root, params_path, params, domain) -> (root, params, settings, inputs)``; raises InputError."""
+    run: Callable
+    """``(domain, params, out, runner, started) -> summary`` (the flow body for this kind)."""
+
+
+EVALUATIONS: dict[str, EvaluationKind] = {
+    "episodes": EvaluationKind(prepare=prepare_episodes, run=evaluate_episodes),
+    "questions": EvaluationKind(prepare=prepare_questions, run=evaluate_questions),
+}
+"""``Domain.evaluation`` -> how the domain is evaluated."""
 
 
 def _swe_headline(metrics: dict) -> dict:

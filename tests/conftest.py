@@ -57,6 +57,7 @@ def tiny_params(**construct_overrides) -> dict:
     swe.update({"limit": 4, "variants_per_issue": 2, "chunk_size": 2})
     swe.update(construct_overrides)
     params["construct"]["optimization"].update({"limit": 4, "chunk_size": 2})
+    params["construct"]["analytics"].update({"limit": 3, "chunk_size": 2})
     params["shap"].update({"bootstrap": 50})
     params["training"]["overrides"] = {
         "sft": {"max_steps": 1, "batch_size": 2, "max_length": 256},
@@ -68,6 +69,10 @@ def tiny_params(**construct_overrides) -> dict:
         "limit": 2, "repeats": 1, "max_turns": 6, "bootstrap": 200, "concurrency": 2,
         "methods": [{"name": "freeqa", "protocols": ["open"]}, {"name": "mc_d", "protocols": ["mc_d"]},
                     {"name": "interopt", "protocols": ["open", "mc_d"]}],
+    })
+    params["evaluate"]["analytics"].update({
+        "limit": 2, "repeats": 1, "max_turns": 6, "bootstrap": 200, "concurrency": 2,
+        "methods": [{"name": "freeqa", "protocols": ["open"]}, {"name": "mc_d", "protocols": ["mc_d"]}],
     })
     params["evaluate"]["swe"].update({
         "limit": 3, "bootstrap": 200,

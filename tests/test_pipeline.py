@@ -22,7 +22,7 @@ def _cases(repo):
 
 
 def test_flow_help_is_fast(project):
-    for module in ("construct", "report", "pipeline", "serve"):
+    for module in ("construct", "report", "pipeline", "serve", "new_domain"):
         started = time.monotonic()
         proc = python(project, "-m", f"flows.{module}", "--help")
         assert "usage:" in proc.stdout
@@ -31,13 +31,15 @@ def test_flow_help_is_fast(project):
 
 def test_pipeline_flow_runs_the_dag_then_dvc_is_a_noop(project, prefect_api):
     order = python(project, "-m", "flows.pipeline", "--list").stdout.split()
-    assert order == ["construct@optimization", "construct@swe", "shap", "sft_data", "sft", "grpo",
-                     "evaluate@optimization", "evaluate@swe", "report"]
+    assert order == ["construct@analytics", "construct@optimization", "construct@swe", "shap", "sft_data", "sft",
+                     "grpo", "evaluate@analytics", "evaluate@optimization", "evaluate@swe", "report"]
     proc = python(project, "-m", "flows.pipeline")
     assert "construct@swe: ran" in proc.stdout and "report: ran" in proc.stdout
     assert "construct@optimization: ran" in proc.stdout and "shap: ran" in proc.stdout
     assert "sft_data: ran" in proc.stdout and "sft: ran" in proc.stdout and "grpo: ran" in proc.stdout
     assert "evaluate@optimization: ran" in proc.stdout and "evaluate@swe: ran" in proc.stdout
+    assert "construct@analytics: ran" in proc.stdout and "evaluate@analytics: ran" in proc.stdout
+    assert (project / "data" / "eval" / "analytics" / "summary.json").is_file()
     swe_summary = json.loads((project / "data" / "eval" / "swe" / "summary.json").read_text())
     assert "grpo_policy" in swe_summary["methods"]  # the trained adapter, evaluated as a clarifier
     assert (project / "data" / "eval" / "optimization" / "report.md").is_file()

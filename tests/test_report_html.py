@@ -325,10 +325,10 @@ def test_report_flow_in_a_project_copy(project, prefect_api, monkeypatch):
     assert (out / "hidden_categories.png").stat().st_size > 1000
     first = {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()}
     assert Path("report.html") in first and Path("figures/grpo-rewards.png") in first
-    assert summary["not_run"] == ["evaluate@swe"]
-    assert "not run yet: evaluate@swe" in describe(summary)
+    assert summary["not_run"] == ["construct@analytics", "evaluate@analytics", "evaluate@swe"]
+    assert "not run yet: construct@analytics, evaluate@analytics, evaluate@swe" in describe(summary)
     metrics = json.loads((project / "data" / "metrics" / "report.json").read_text())
     assert metrics == {"stages": 8, "metrics": len(flatten(inputs_for(project).metrics)), "figures": 7,
-                       "sections_not_run": 1}
+                       "sections_not_run": 3}
     build_flow()(params="params.yaml")
     assert {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()} == first

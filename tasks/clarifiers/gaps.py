@@ -11,14 +11,23 @@ carrots and celery"), numbered or lettered names ("Product 2", "Supplier B"), mi
 as a fallback its most frequent nouns (units and generic words excluded). A short label such as "II" is qualified
 with the word the brief puts before it ("food II"). Items listed together form a group; relation and selection gaps
 pair items of one group.
+
+The inventory is a domain hook (``Domain.gap_inventory``, see ``tasks/domains/api.py``): a :class:`GapInventory`
+turns a brief into gaps and :class:`BriefFacts`. The optimisation inventory (:data:`OPTIMIZATION`, this module) is
+the default. The episode loop activates the inventory of the case's domain (:func:`using`) for the length of an
+episode, and :func:`all_gaps` / :func:`brief_facts` / :func:`interview` answer from the active one, so every
+local agent backend asks the questions of the domain it is playing in.
 """
 
 from __future__ import annotations
 
 import re
-from functools import lru_cache
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
+from functools import lru_cache
+from typing import Protocol
 
 from pydantic import BaseModel, ConfigDict
 
@@ -278,7 +287,7 @@ def _frequent_nouns(brief: str, k: int = 3) -> list[str]:
 
 
 @lru_cache(maxsize=4096)
-def brief_facts(brief: str) -> BriefFacts:
+def optimization_facts(brief: str) -> BriefFacts:
     groups = _table_groups(brief) + _enumerations(brief) + _named_groups(brief)
     entities: list[str] = []
     seen: set[str] = set()
@@ -341,15 +350,10 @@ def _pairs(facts: BriefFacts) -> list[tuple[str, str]]:
     return [(group[i], group[i + 1]) for i in range(min(2, len(group) - 1))]
 
 
-def all_gaps(brief: str) -> list[GapCandidate]:
-    """Every gap the brief leaves open, most important first (a fresh list; the gaps are frozen records)."""
-    return list(_all_gaps(brief))
-
-
 @lru_cache(maxsize=4096)
-def _all_gaps(brief: str) -> tuple[GapCandidate, ...]:
-    """Every gap the brief leaves open, most important first (independent of the transcript)."""
-    facts = brief_facts(brief)
+def optimization_gaps(brief: str) -> tuple[GapCandidate, ...]:
+    """Every gap an optimisation brief leaves open, most important first (independent of the transcript)."""
+    facts = optimization_facts(brief)
     gaps: list[GapCandidate] = []
     first_line = brief.strip().splitlines()[0][:200] if brief.strip() else ""
     if not facts.has_objective:
@@ -440,6 +444,94 @@ def _all_gaps(brief: str) -> tuple[GapCandidate, ...]:
         options={"A": "Amounts can be fractional", "B": "Amounts must be whole numbers",
                  "C": "Some decisions are yes/no selections"}))
     return tuple(sorted(gaps, key=lambda g: g.priority))
+
+
+# ---- the inventory as a domain hook ---------------------------------------------------------------------------------
+
+
+class GapInventory(Protocol):
+    """What the local agent backends ask from, per domain (``Domain.gap_inventory``)."""
+
+    name: str
+
+    def gaps(self, brief: str) -> Sequence[GapCandidate]:
+        """Every gap the brief leaves open, most important first; each ``category`` is one of
+        :data:`GAP_CATEGORIES` (the InterOPT ledger categories that rank and group the questions)."""
+        ...
+
+    def facts(self, brief: str) -> BriefFacts:
+        """The brief's entities, time unit and cues (summaries and the ORPilot interview read them)."""
+        ...
+
+    def interview(self, brief: str) -> list[str] | None:
+        """ORPilot's fixed interview for this domain, or None for the optimisation interview."""
+        ...
+
+    goal_placeholder: str
+    """What a summary says while the goal is unconfirmed ("what the plan should optimise")."""
+
+    def goal(self, brief: str) -> str:
+        """The brief's sentence that states the goal (at most 200 characters), "" when none does."""
+        ...
+
+
+class OptimizationInventory:
+    """The optimisation inventory above: objective, demand policy, limits, relations, timing, decision scope."""
+
+    name = "optimization"
+
+    def gaps(self, brief: str) -> Sequence[GapCandidate]:
+        return optimization_gaps(brief)
+
+    def facts(self, brief: str) -> BriefFacts:
+        return optimization_facts(brief)
+
+    def interview(self, brief: str) -> list[str] | None:
+        return None
+
+    goal_placeholder = "what the plan should optimise"
+
+    def goal(self, brief: str) -> str:
+        for sentence in re.split(r"(?<=[.!?])\s+|\n+", brief):
+            if OBJECTIVE_CUE.search(sentence):
+                return sentence.strip()[:200]
+        return ""
+
+
+OPTIMIZATION = OptimizationInventory()
+_ACTIVE: ContextVar[GapInventory | None] = ContextVar("clarifyflow_gap_inventory", default=None)
+
+
+@contextmanager
+def using(inventory: GapInventory | None) -> Iterator[GapInventory]:
+    """Make ``inventory`` (None: the default) the active one in this context, e.g. for one episode."""
+    token = _ACTIVE.set(inventory)
+    try:
+        yield active()
+    finally:
+        _ACTIVE.reset(token)
+
+
+def active() -> GapInventory:
+    """The inventory of the episode being played (the optimisation inventory outside an episode)."""
+    return _ACTIVE.get() or OPTIMIZATION
+
+
+def all_gaps(brief: str) -> list[GapCandidate]:
+    """Every gap the brief leaves open, most important first (a fresh list; the gaps are frozen records)."""
+    return list(active().gaps(brief))
+
+
+def brief_facts(brief: str) -> BriefFacts:
+    return active().facts(brief)
+
+
+def interview(brief: str) -> list[str] | None:
+    return active().interview(brief)
+
+
+def goal_sentence(brief: str) -> str:
+    return active().goal(brief)
 
 
 def asked_keys(transcript: Sequence[TranscriptRow], gaps: Sequence[GapCandidate]) -> set[str]:

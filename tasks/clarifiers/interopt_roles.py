@@ -27,7 +27,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from tasks.clarifiers.gaps import OBJECTIVE_CUE, GapCandidate, all_gaps, brief_facts
+from tasks.clarifiers.gaps import GapCandidate, active, all_gaps, brief_facts, goal_sentence
 from tasks.clarifiers.ledger import MAX_NEW_PER_TURN, GapRow, GapUpdate, normalise
 from tasks.episodes.records import PublicTurn
 from tasks.roles.base import RoleSpec
@@ -222,10 +222,7 @@ class ClarificationState(BaseModel):
 
 
 def _objective_sentence(brief: str) -> str:
-    for sentence in re.split(r"(?<=[.!?])\s+|\n+", brief):
-        if OBJECTIVE_CUE.search(sentence):
-            return sentence.strip()[:200]
-    return ""
+    return goal_sentence(brief)
 
 
 def build_state(brief: str, transcript: Sequence[PublicTurn], unresolved: Sequence[str]) -> ClarificationState:
@@ -249,7 +246,7 @@ def build_state(brief: str, transcript: Sequence[PublicTurn], unresolved: Sequen
     known = ([f"Entities named in the request: {', '.join(facts.entities)}"] if facts.entities else [])
     known += [f"Time unit: {facts.time_unit}"] if facts.time_unit else []
     return ClarificationState(
-        confirmed_business_goal=goal or "Not confirmed yet: what the plan should optimise",
+        confirmed_business_goal=goal or f"Not confirmed yet: {active().goal_placeholder}",
         confirmed_decision_scope=scope or ["Not confirmed yet: the exact decisions and their units"],
         confirmed_constraints_and_rules=rules or ["Not confirmed yet: rules beyond those stated in the request"],
         known_inputs_entities_and_indices=known or ["Not confirmed yet: the entities and indices of the model"],

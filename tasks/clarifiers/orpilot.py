@@ -28,7 +28,7 @@ from tasks.clarifiers.freeqa import (
     request_statement,
     role_failure_action,
 )
-from tasks.clarifiers.gaps import OBJECTIVE_CUE, brief_facts
+from tasks.clarifiers.gaps import OBJECTIVE_CUE, brief_facts, interview
 from tasks.episodes.records import READY_MARKER, AgentAction, AgentView, Protocol
 from tasks.roles.base import RoleFailure, RoleSpec
 
@@ -95,8 +95,11 @@ def interview_plan(brief: str) -> list[str]:
     """The questions of the interview, in ORPilot's order, built from the brief's own entities.
 
     Each is one sentence ending in "?" (no colon or full stop inside), so the whole question stays one unit for
-    the simulated user.
+    the simulated user. A domain's gap inventory may bring its own interview (``GapInventory.interview``).
     """
+    own = interview(brief)
+    if own:
+        return list(own)
     facts = brief_facts(brief)
     items = facts.entities[:3]
     things = _listing(items) if items else "the items in the request"

@@ -2,6 +2,11 @@
 
 Sources (``construct.swe.source``): the project's own samples (JSONL), the CLARITI workbook (xlsx), or a
 SWE-bench dataset through ``datasets`` from a local path or the local cache.
+
+Domain API (``tasks/domains/api.py``): the taxonomy is the six CLARITI categories, a unit is one annotated span, a
+slot hides every span of one category, the masking policy draws 1-3 category sets per issue, slots carry no
+severity (the judge counts P1; the ``shap`` weights rank categories), questions come from the ``question_writer``
+templates and the simulated answer is the hidden spans themselves. Evaluation: ``questions`` (CLARITI §7).
 """
 
 from __future__ import annotations
@@ -11,14 +16,15 @@ import os
 import sys
 from collections import Counter
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from tqdm import tqdm
 
 from tasks import caching, categories, masking, records, store
-from tasks.categories import Category
 from tasks.caching import RunStats
+from tasks.categories import Category
 from tasks.domains import ConstructResult
+from tasks.domains.api import Eligibility, JudgeHints, Severity, Taxonomy
 from tasks.errors import InputError
 from tasks.params import SweConstructParams, section
 from tasks.records import Brief, Case, CaseMetadata, HiddenSlot, IssueRecord, SpanAnnotation, Unit
@@ -263,17 +269,28 @@ def case_id_for(instance_id: str, hidden: tuple[Category, ...]) -> str:
     return f"{instance_id}__{'+'.join(c.key for c in hidden)}"
 
 
+def span_pairs(issue: IssueRecord) -> list[tuple[Category, str]]:
+    """The issue's distinct (category, span) annotations, in order."""
+    return list(dict.fromkeys((s.category, s.text) for s in issue.spans or []))
+
+
+def issue_units(issue: IssueRecord) -> list[Unit]:
+    """The decomposition: one unit per distinct annotated span, typed by its category key."""
+    return [Unit(id=f"U{i}", kind=cat.key, content=span, category=cat)
+            for i, (cat, span) in enumerate(span_pairs(issue), start=1)]
+
+
 def mask_issue(issue: IssueRecord, cfg: SweConstructParams) -> tuple[list[Case], Counter]:
     """All variants of one issue, plus counters of what was skipped and why."""
     notes: Counter = Counter()
     text = masking.normalise_newlines(issue.text)
-    pairs = list(dict.fromkeys((s.category, s.text) for s in issue.spans or []))
+    pairs = span_pairs(issue)
     located, missing = masking.locate_all(text, pairs)
     notes["spans"] += len(pairs)
     notes["spans_not_in_text"] += len(missing)
     present = issue.present_categories()
     maskable = [c for c in present if any(span.category == c for span in located)]
-    units = [Unit(id=f"U{i}", kind=cat.key, content=span, category=cat) for i, (cat, span) in enumerate(pairs, start=1)]
+    units = issue_units(issue)
     combos = masking.choose_hidden(issue.instance_id, cfg.seed, maskable, cfg.n_variants, cfg.min_hidden, cfg.max_hidden)
     if not combos:
         notes["issues_without_maskable_category"] += 1
@@ -358,6 +375,49 @@ def _load_for_cache(source: Path | None, cfg: dict, root: str) -> list[dict]:
 
 class SweDomain:
     name = "swe"
+    evaluation = "questions"
+    taxonomy = Taxonomy(kinds=tuple(c.key for c in Category), hideable=tuple(c.key for c in Category),
+                        descriptions={c.key: categories.DEFINITIONS[c] for c in Category})
+    judge_hints = JudgeHints(
+        subject="a GitHub issue (bug report or feature request)", deliverable="a patch that resolves the issue",
+        core="Every hidden category counts as core (P1); the shap stage's category weights rank them.",
+    )
+    user_aspects: ClassVar[dict[str, list[str]]] = {}
+    gap_inventory = None
+    """Question-set evaluation: methods write their own questions (``question_writer`` templates locally)."""
+
+    # ---- the finer hooks of the domain API (construct uses them through mask_issue) ------------------------------
+
+    def load_records(self, cfg: SweConstructParams, root: Path) -> list[IssueRecord]:
+        return load_issues(cfg, root)
+
+    def decompose(self, record: IssueRecord) -> list[Unit]:
+        return issue_units(record)
+
+    def hide_candidates(self, units) -> list[Eligibility]:
+        """Every annotated span may be hidden (with the rest of its category); ``mask_issue`` then keeps only the
+        categories that are present and have a span that occurs in the text."""
+        return [Eligibility(unit_id=u.id, eligible=u.category is not None,
+                            reason=u.category.key if u.category is not None else "no category") for u in units]
+
+    def choose_hidden(self, record_id: str, candidates, cfg: SweConstructParams) -> list[list[str]]:
+        """Per variant, every unit of 1-3 drawn categories (``masking.choose_hidden``, seeded per issue)."""
+        cats = [c for c in Category if any(u.category == c for u in candidates)]
+        combos = masking.choose_hidden(record_id, cfg.seed, cats, cfg.n_variants, cfg.min_hidden, cfg.max_hidden)
+        return [[u.id for u in candidates if u.category in combo] for combo in combos]
+
+    def severity(self, hidden, units) -> tuple[Severity | None, str]:
+        return None, "CLARITI categories carry no severity: the judge counts each slot as P1."
+
+    def reference_questions(self, hidden, units) -> list[str]:
+        from tasks.roles.question_writer import entities, question_for
+
+        ent = entities("\n\n".join(u.content for u in units))
+        cats = list(dict.fromkeys(u.category for u in hidden if u.category is not None))
+        return [question_for(c, ent) for c in cats]
+
+    def simulated_answer(self, hidden, units) -> str:
+        return "\n\n".join(u.content for u in hidden)
 
     def parse_params(self, params_path: Path, data: Any) -> SweConstructParams:
         return section(params_path, SweConstructParams, data, "construct.swe")

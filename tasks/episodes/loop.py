@@ -83,6 +83,16 @@ def episode_context(base: MethodContext, sample: str) -> MethodContext:
 
 def run_episode(case: Case, method: Method, protocol: Protocol, *, repeat: int, seed: int, max_turns: int,
                 ctx: MethodContext) -> Episode:
+    """Play one episode with the gap inventory of the case's domain active (what the local agents ask from)."""
+    from tasks.clarifiers.gaps import using
+    from tasks.domains import gap_inventory_for
+
+    with using(gap_inventory_for(case.metadata.domain)):
+        return _play(case, method, protocol, repeat=repeat, seed=seed, max_turns=max_turns, ctx=ctx)
+
+
+def _play(case: Case, method: Method, protocol: Protocol, *, repeat: int, seed: int, max_turns: int,
+          ctx: MethodContext) -> Episode:
     from tasks.roles.or_user import (
         CHOICE_SPEC,
         OPEN_SPEC,

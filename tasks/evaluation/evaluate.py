@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from tasks.clarifiers.base import Method, MethodContext, get_method
+from tasks.domains import code_version as domains_code_version
 from tasks.evaluation.runs import (
     EvalSettings,
     MethodEntry,
@@ -86,7 +87,7 @@ def play(cases: Sequence[Case], settings: EvalSettings, roles: RolesParams, stor
     entries = {e.name: e for e in settings.methods}
     units = list(units) if units is not None else plan_units(cases, settings)
     runner = runner or settings.task_runner
-    code = code_version()
+    code = f"{code_version()}:{domains_code_version()}"  # the domains' gap inventories and hints shape the episodes
     # Dask may run the work in other processes: nothing unpicklable (the LLM client) travels with it there
     shared = None if runner == "dask" else client
     work = partial(_play_one, by_id=by_id, entries=entries, settings=settings, roles=roles, store=store.folder,

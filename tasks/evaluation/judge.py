@@ -199,6 +199,8 @@ class SessionJudgeInput(BaseModel):
     max_turns: int
     slots: list[SessionSlot]
     over_questioning_after: int = OVER_QUESTIONING_AFTER
+    subject: str = ""
+    """What the request is about (``Domain.judge_hints.subject``); empty means an optimisation problem."""
 
 
 class SessionJudgeOutput(BaseModel):
@@ -224,8 +226,16 @@ def session_input(case: Case, episode: Episode, scores: Sequence[SlotScore], *,
         case_id=case.case_id, protocol=episode.protocol, brief=episode.brief,
         transcript=public_turns(episode.transcript),
         ready=episode.ready, ready_summary=episode.ready_summary if episode.ready else "", max_turns=episode.max_turns,
-        slots=slots, over_questioning_after=over_questioning_after,
+        slots=slots, over_questioning_after=over_questioning_after, subject=subject_of(case),
     )
+
+
+def subject_of(case: Case) -> str:
+    """The judge hint of the case's domain: what the request is about ("" when the domain gives none)."""
+    from tasks.domains import judge_hints_for
+
+    hints = judge_hints_for(case.metadata.domain)
+    return hints.subject if hints is not None else ""
 
 
 # local backend: silent assumptions ----------------------------------------------------------------------------------
@@ -474,7 +484,8 @@ def judge_episodes(cases: dict[str, Case], episodes: Sequence[Episode], ctx: Any
             continue
         for j, slot in enumerate(case.hidden_slots):
             texts = [q for _, q in questions]
-            requests.append(sh.SlotHitInput(slot=sh.rubric_from_slot(case, slot), agent_questions=texts))
+            requests.append(sh.SlotHitInput(slot=sh.rubric_from_slot(case, slot), agent_questions=texts,
+                                            subject=subject_of(case)))
             where.append((i, j))
     outs = ctx.run(SLOT_HIT, requests) if requests else []
 

@@ -18,8 +18,8 @@ import re
 from collections.abc import Sequence
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict
 
+from tasks.domains.api import Eligibility
 from tasks.llm.embeddings import encode
 from tasks.orclarify import HIDEABLE_KINDS
 from tasks.records import Unit
@@ -46,14 +46,6 @@ UPPER = re.compile(r"\b(at most|cannot exceed|can ?not exceed|must not exceed|no
 LOWER = re.compile(r"\b(at least|no less than|not less than|minimum|min|required|requirement|demand|target|"
                    r"≥)\b", re.IGNORECASE)
 EQUAL = re.compile(r"\b(exactly|equal\w*|fully utili[sz]\w*|must be \d+|must have \d+|target|required)\b", re.IGNORECASE)
-
-
-class Eligibility(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    unit_id: str
-    eligible: bool
-    reason: str
 
 
 def numbers(text: str) -> set[str]:

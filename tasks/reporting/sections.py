@@ -94,11 +94,21 @@ def roles_line(stage: str, data: dict[str, Any], inputs: ReportInputs) -> Text |
 
 
 def _stage_roles(stage: str, data: dict[str, Any], inputs: ReportInputs) -> tuple[str, ...]:
-    if stage == "evaluate@optimization":
+    if stage.startswith("evaluate@") and _evaluation(stage.split("@", 1)[1]) == "episodes":
         return tuple(n for n in inputs.roles if n.startswith("or_") or n in ("slot_hit_judge", "question_detector"))
     if stage == "sft_data" and "published_targets" in data:
         return (*STAGE_ROLES[stage], *SWE_JUDGES)
     return STAGE_ROLES.get(stage, ())
+
+
+def _evaluation(domain: str) -> str | None:
+    """How the domain is evaluated (``Domain.evaluation``), None for a domain this checkout does not define."""
+    from tasks.domains import get_domain
+
+    try:
+        return get_domain(domain).evaluation
+    except (KeyError, ImportError):
+        return None
 
 
 def _role_backend(info: dict[str, Any]) -> str:
@@ -193,12 +203,13 @@ def construct_section(inputs: ReportInputs, used: set[str]) -> Section:
         if data is None:
             rows.append([domain, "–", "–", "–", "–", "not run yet"])
         else:
-            rows.append([domain, str(data.get("source", "–")), fmt(data.get("issues", data.get("problems"))),
+            inputs_read = next((data[k] for k in ("issues", "problems", "requests", "records") if k in data), None)
+            rows.append([domain, str(data.get("source", "–")), fmt(inputs_read),
                          fmt(data.get("cases")), fmt(_hidden_slots(data)), str(data.get("backend", "unspecified"))])
         children.append(stage_or_missing(inputs, used, stage, stage, _slug(stage),
                                          f"no data/metrics/stages/construct/{domain}.json"))
     blocks: list[Block] = [Table(["domain", "source", "inputs", "cases", "hidden slots", "backend"], rows,
-                                 caption="Cases per domain (inputs: issues or problems read)")]
+                                 caption="Cases per domain (inputs: issues, problems, requests or records read)")]
     if not domains:
         blocks = [Text("No domain is configured (params.yaml: domains).", kind="note")]
     if png := plot_hidden_categories(inputs.metrics):
@@ -286,7 +297,8 @@ def training_section(inputs: ReportInputs, used: set[str]) -> Section:
 
 def evaluation_section(inputs: ReportInputs, used: set[str]) -> Section:
     found = [s.split("@", 1)[1] for s in inputs.metrics if s.startswith("evaluate@")]
-    children = [eval_section(inputs, used, domain) for domain in dict.fromkeys([*EVAL_DOMAINS, *found])]
+    domains = dict.fromkeys([*EVAL_DOMAINS, *inputs.domains, *found])  # dvc.yaml evaluates every listed domain
+    children = [eval_section(inputs, used, domain) for domain in domains]
     return Section("evaluation", "Evaluation", [], children)
 
 

@@ -51,6 +51,9 @@ class SlotFact(BaseModel):
     simulator_answer: str
     unit_content: str = ""
     unit_kind: str = ""
+    aspects: list[str] = []
+    """How questions about this kind of fact are usually put (``Domain.user_aspects``); the local backend matches
+    questions against them as well as against the fact. Empty for domains without aspects (optimisation)."""
 
 
 class TranscriptTurn(BaseModel):
@@ -61,13 +64,17 @@ class TranscriptTurn(BaseModel):
 
 
 def facts_from_case(case: Case) -> list[SlotFact]:
+    from tasks.domains import user_aspects_for
+
+    aspects = user_aspects_for(case.metadata.domain)
     units = {u.id: u for u in case.units}
     facts = []
     for slot in case.hidden_slots:
         hidden = [units[i] for i in slot.unit_ids if i in units]
+        kind = hidden[0].kind if hidden else ""
         facts.append(SlotFact(slot_id=slot.slot_id, name=slot.name, simulator_answer=slot.simulator_answer,
-                              unit_content="\n".join(u.content for u in hidden),
-                              unit_kind=hidden[0].kind if hidden else ""))
+                              unit_content="\n".join(u.content for u in hidden), unit_kind=kind,
+                              aspects=list(aspects.get(kind, ()))))
     return facts
 
 
@@ -82,6 +89,9 @@ def _prepare(fact: SlotFact) -> _Fact:
     prepared = sh.prepare_slot(fact.name, unit, unit_kind=fact.unit_kind)
     prepared.texts["answer"] = [fact.simulator_answer]
     prepared.words.update(sh.content_words(fact.simulator_answer))
+    if fact.aspects:
+        prepared.texts["aspect"] = list(fact.aspects)
+        prepared.words.update(sh.content_words(" ".join(fact.aspects)))
     return _Fact(fact=fact, prepared=prepared)
 
 
@@ -91,6 +101,8 @@ def fact_score(piece: str, fact: _Fact, emb: sh.Embeddings) -> float:
     if sh.is_catch_all(piece, p.words):
         return 0.0
     sims = [emb.best(piece, p.texts[k]) or 0.0 for k in ("name", "unit", "answer")]
+    if p.texts.get("aspect"):  # a question about this kind of fact counts as much as one that echoes the answer
+        sims[2] = max(sims[2], emb.best(piece, p.texts["aspect"]) or 0.0)
     words = sh.content_words(piece)
     cover = len(words & p.words) / len(words) if words else 0.0
     objective = float(bool(sh.OBJECTIVE_Q.search(piece))) * p.objective

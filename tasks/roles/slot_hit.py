@@ -308,6 +308,8 @@ class SlotHitInput(BaseModel):
     slot: SlotRubric
     agent_questions: list[str] = Field(description="The agent's questions and explicit assumption checks, in order, "
                                                    "all from before READY_TO_MODEL.")
+    subject: str = Field(default="", description="What the request is about (the domain's judge hint); empty: an "
+                                                 "optimisation problem.")
 
 
 class SlotHitOutput(BaseModel):

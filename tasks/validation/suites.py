@@ -31,16 +31,9 @@ def build_suite(name: str, **options: Any) -> Any:
             E.ExpectColumnValuesToBeInSet(column="fences_balanced", value_set=[True]),
             E.ExpectColumnPairValuesAToBeGreaterThanB(column_A="original_chars", column_B="brief_chars", or_equal=False),
         ],
-        "optimization_cases": [
-            E.ExpectTableRowCountToBeBetween(min_value=1),
-            E.ExpectColumnValuesToBeUnique(column="case_id"),
-            E.ExpectColumnValuesToBeBetween(column="n_hidden", min_value=1),
-            *[
-                E.ExpectColumnValuesToBeInSet(column=column, value_set=[True])
-                for column in ("hidden_units_exist", "hidden_not_visible", "units_partitioned", "severities_valid",
-                               "leak_free", "slot_ids_unique", "required_fields_filled")
-            ],
-        ],
+        "optimization_cases": _unit_cases(E),
+        # any unit domain (tasks/domains/units.py: analytics, scaffolded domains): the same case-level checks
+        "unit_cases": _unit_cases(E),
         "shap_runs": gx_expectation_objects(
             runs_table_for_gx(empty_runs(), options.get("min_per_class", 10))[1]
         ),
@@ -76,6 +69,20 @@ def build_suite(name: str, **options: Any) -> Any:
     if name not in suites:
         raise KeyError(f"no expectation suite named {name!r} (known: {', '.join(sorted(suites))})")
     return gx.ExpectationSuite(name=name, expectations=suites[name])
+
+
+def _unit_cases(E: Any) -> list:
+    """Cases of typed units (tasks.domains.units.UnitDomain.validation_table)."""
+    return [
+        E.ExpectTableRowCountToBeBetween(min_value=1),
+        E.ExpectColumnValuesToBeUnique(column="case_id"),
+        E.ExpectColumnValuesToBeBetween(column="n_hidden", min_value=1),
+        *[
+            E.ExpectColumnValuesToBeInSet(column=column, value_set=[True])
+            for column in ("hidden_units_exist", "hidden_not_visible", "units_partitioned", "severities_valid",
+                           "leak_free", "slot_ids_unique", "required_fields_filled")
+        ],
+    ]
 
 
 def _or_suites(E: Any, options: dict[str, Any]) -> dict[str, list]:

@@ -1,0 +1,513 @@
+"""Unit domains: complete free-text records cut into typed units, then filter -> mask -> annotate (OR-Clarify style).
+
+:class:`UnitDomain` implements the stage side of the domain API (``construct``, ``write``, ``validation_table``,
+``check_inputs``) once, from the finer hooks a domain overrides:
+
+- ``decompose(record)`` (or ``decompose_many`` for a role-backed decomposer): typed units;
+- ``hide_candidates(units)``: the filter (default: a unit is a candidate when its kind is in ``taxonomy.hideable``);
+- ``choose_hidden(record_id, eligible, cfg)``: the masking policy (default: about ``hide_fraction`` of the
+  candidates, at least ``min_hidden``, at most ``max_hidden``, seeded per record, one case per record);
+- ``severity`` / ``reference_questions`` / ``simulated_answer`` / ``slot_name`` / ``hit_rule`` / ``failure_modes``
+  (or ``annotate_many`` for a role-backed annotator): each hidden unit's slot rubric.
+
+The public brief is rendered by the shared ``rewriter`` role (local: the visible units joined in order). Cases are
+the unified ``Case`` records; ``cases.jsonl`` is written and gated by the ``unit_cases`` suite (unique ids, hidden
+units exist and are not visible, visible + hidden = all units, severities valid, no hidden unit verbatim in the
+brief, rubric fields filled). Chunks of records are built by one Prefect task each, cached by content (the records,
+the params, the roles and the source of the domain's modules).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections import Counter
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, ClassVar, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from tasks import caching, records, store
+from tasks.caching import RunStats
+from tasks.domains import ConstructResult
+from tasks.domains.api import Eligibility, Evaluation, JudgeHints, Severity, Taxonomy
+from tasks.errors import InputError
+from tasks.params import Section, section
+from tasks.records import SAFE_ID, Brief, Case, CaseMetadata, HiddenSlot, Unit
+
+SEVERITIES = ("P0", "P1", "P2")
+
+
+class UnitConstructParams(Section):
+    """``params.yaml: construct.<name>`` of a unit domain."""
+
+    source: Literal["samples"] = "samples"
+    samples_path: str | None = None
+    """JSON Lines of complete records; default ``data/samples/<name>/records.jsonl``."""
+    limit: int | None = Field(default=None, ge=1)
+    hide_fraction: float = Field(default=0.5, gt=0.0, le=1.0)
+    min_hidden: int = Field(default=1, ge=1)
+    max_hidden: int = Field(default=3, ge=1)
+    seed: int = 0
+    chunk_size: int = Field(default=8, ge=1)
+
+    @model_validator(mode="after")
+    def _range(self) -> UnitConstructParams:
+        if self.min_hidden > self.max_hidden:
+            raise ValueError("min_hidden must not exceed max_hidden")
+        return self
+
+
+class TextRecord(BaseModel):
+    """One complete record of a unit domain (a request, a task, ...): free text, optionally already cut into units."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    id: str = Field(pattern=SAFE_ID)
+    title: str = ""
+    text: str
+    units: list[Unit] | None = None
+    """Already decomposed units; None means ``decompose`` cuts ``text``."""
+
+    @field_validator("text")
+    @classmethod
+    def _not_empty(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("text is empty")
+        return value
+
+
+class SlotRubric(BaseModel):
+    """What the annotation step produces for one hidden unit (the slot minus its id and unit ids)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(pattern=r"^[a-z0-9]+(?:_[a-z0-9]+){0,7}$")
+    severity: Severity
+    severity_reason: str = Field(min_length=1)
+    reference_questions: list[str] = Field(min_length=2)
+    semantic_hit_rule: str = Field(min_length=1)
+    failure_modes: list[str] = Field(min_length=1)
+    simulator_answer: str = Field(min_length=1)
+
+
+class SlotRequest(BaseModel):
+    """One hidden unit to annotate, with the whole record and the brief the agent will see."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    problem_id: str
+    unit: Unit
+    units: list[Unit]
+    visible_brief: str = ""
+
+
+def _failure(record_id: str, role: str, failure: Any) -> dict:
+    return {"problem_id": record_id, "role": role, "kind": failure.kind, "message": failure.message}
+
+
+# ---- one chunk of records -> cases (JSON in, JSON out: cacheable by content) ----------------------------------------
+
+
+def build_unit_chunk(domain: str, records_in: list[dict], cfg: dict, roles: dict) -> dict:
+    """Decompose, filter, mask and annotate a chunk of records of ``domain``; the cases plus notes and failures."""
+    from tasks.domains import get_domain
+    from tasks.llm.client import LLMClient
+    from tasks.orclarify import brief
+    from tasks.roles.base import RoleFailure
+    from tasks.roles.config import RolesParams
+
+    dom: UnitDomain = get_domain(domain)  # type: ignore[assignment]
+    params = dom.params_model.model_validate(cfg)
+    role_cfg = RolesParams.model_validate(roles)
+    client = LLMClient()
+    items = [dom.record_model.model_validate(r) for r in records_in]
+    notes: Counter = Counter()
+    units_of, failures = dom.decompose_many(items, role_cfg, client)
+
+    # filter + mask
+    plans: list[dict] = []
+    for record in items:
+        rid = dom.record_id(record)
+        units = units_of.get(rid)
+        if not units:
+            continue
+        decisions = dom.hide_candidates(units)
+        eligible = [d.unit_id for d in decisions if d.eligible]
+        notes["units"] += len(units)
+        notes["eligible_units"] += len(eligible)
+        notes["dropped_as_implied"] += sum(1 for d in decisions if not d.eligible and d.reason.startswith("implied"))
+        candidates = [u for u in units if u.id in set(eligible)]
+        variants = [list(v) for v in dom.choose_hidden(rid, candidates, params) if v]
+        if not variants:
+            notes["records_without_eligible_unit"] += 1
+            continue
+        for n, hidden_ids in enumerate(variants, start=1):
+            case_id = rid if len(variants) == 1 else f"{rid}__v{n}"
+            plans.append({"record": record, "case_id": case_id, "units": units, "decisions": decisions,
+                          "hidden": hidden_ids})
+
+    # brief
+    requests = []
+    for plan in plans:
+        visible = [u for u in plan["units"] if u.id not in plan["hidden"]]
+        hidden = [u for u in plan["units"] if u.id in plan["hidden"]]
+        requests.append((brief.RewriteInput(problem_id=dom.record_id(plan["record"]), units=visible), hidden))
+    briefs, brief_notes = brief.render_briefs(requests, role_cfg.rewriter, client=client)
+    notes.update(brief_notes)
+
+    # annotate every hidden slot
+    slot_inputs, owners = [], []
+    for n, (plan, text) in enumerate(zip(plans, briefs)):
+        for uid in plan["hidden"]:
+            unit = next(u for u in plan["units"] if u.id == uid)
+            slot_inputs.append(SlotRequest(problem_id=dom.record_id(plan["record"]), unit=unit, units=plan["units"],
+                                           visible_brief=text))
+            owners.append(n)
+    annotations = dom.annotate_many(slot_inputs, role_cfg, client) if slot_inputs else []
+    per_plan: dict[int, list] = {}
+    for owner, inp, out in zip(owners, slot_inputs, annotations):
+        per_plan.setdefault(owner, []).append((inp.unit, out))
+
+    cases: list[dict] = []
+    for n, (plan, text) in enumerate(zip(plans, briefs)):
+        record = plan["record"]
+        rid = dom.record_id(record)
+        bad = [out for _, out in per_plan.get(n, []) if isinstance(out, RoleFailure)]
+        if bad:
+            failures.extend(_failure(rid, dom.annotator_role, b) for b in bad)
+            continue
+        slots = [
+            HiddenSlot(
+                slot_id=f"H{k}", name=ann.name, severity=ann.severity, severity_reason=ann.severity_reason,
+                unit_ids=[unit.id], simulator_answer=ann.simulator_answer, reference_questions=ann.reference_questions,
+                semantic_hit_rule=ann.semantic_hit_rule, failure_modes=ann.failure_modes,
+            )
+            for k, (unit, ann) in enumerate(per_plan[n], start=1)
+        ]
+        case = Case(
+            metadata=CaseMetadata(benchmark=dom.benchmark, case_id=plan["case_id"], domain=dom.name, source_id=rid,
+                                  seed=params.seed),
+            units=plan["units"],
+            hidden_slots=slots,
+            brief=Brief(content=text, visible_unit_ids=[u.id for u in plan["units"] if u.id not in plan["hidden"]]),
+            full_text="\n\n".join(u.content for u in plan["units"]),
+            extra=dom.case_extra(record, plan["decisions"]),
+        )
+        cases.append(case.model_dump(mode="json"))
+    usage = client.accounting.snapshot()
+    return {"cases": cases, "notes": dict(notes), "failures": failures,
+            "usage": {r: usage.get(r, {}) for r in dom.roles_used}}
+
+
+def _load_for_cache(domain: str, source: Path, cfg: dict, root: str) -> list[dict]:
+    # ``source`` is only here so the cache key covers the source's content.
+    from tasks.domains import get_domain
+
+    dom: UnitDomain = get_domain(domain)  # type: ignore[assignment]
+    return [r.model_dump(mode="json") for r in dom.load_records(dom.params_model.model_validate(cfg), Path(root))]
+
+
+# ---- the base class ----------------------------------------------------------------------------------------------
+
+
+class UnitDomain:
+    """A domain of free-text records cut into typed units; subclasses set the class attributes and the hooks."""
+
+    name: ClassVar[str]
+    benchmark: ClassVar[str] = "clarifyflow"
+    evaluation: ClassVar[Evaluation] = "episodes"
+    taxonomy: ClassVar[Taxonomy]
+    judge_hints: ClassVar[JudgeHints]
+    params_model: ClassVar[type[BaseModel]] = UnitConstructParams
+    record_model: ClassVar[type[BaseModel]] = TextRecord
+    default_samples: ClassVar[str] = "records.jsonl"
+    """File name under ``data/samples/<name>/`` when ``samples_path`` is not set."""
+    roles_used: ClassVar[tuple[str, ...]] = ("rewriter",)
+    annotator_role: ClassVar[str] = "annotator"
+    """The name failures of ``annotate_many`` are recorded under."""
+    construction_backend: ClassVar[str] = ("rules: domain decomposer, kind filter, seeded unit choice, rubric "
+                                           "templates (roles.rewriter renders the brief)")
+    record_label: ClassVar[str] = "records"
+    suite: ClassVar[str] = "unit_cases"
+    simulator: ClassVar[dict[str, str]] = {}
+    """``extra.simulator`` of every case (who the simulated user is; optional)."""
+    user_aspects: ClassVar[dict[str, list[str]]] = {}
+    """Per hideable kind, how questions about it are usually put: the simulated user's local backend matches a
+    question against them as well as against the fact (``tasks/roles/or_user.py``). Empty: facts only."""
+
+    # ---- params and inputs -------------------------------------------------------------------------------------
+
+    def parse_params(self, params_path: Path, data: Any) -> Any:
+        return section(params_path, self.params_model, data, f"construct.{self.name}")
+
+    def source_path(self, cfg: Any, root: Path) -> Path:
+        return root / (cfg.samples_path or f"data/samples/{self.name}/{self.default_samples}")
+
+    def record_id(self, record: Any) -> str:
+        return record.id
+
+    def load_records(self, cfg: Any, root: Path) -> list[Any]:
+        path = self.source_path(cfg, root)
+        if not path.is_file():
+            raise InputError(path, f"file not found (set construct.{self.name}.samples_path)")
+        items = store.read_jsonl(path, self.record_model)
+        seen: dict[str, int] = {}
+        for i, item in enumerate(items, start=1):
+            rid = self.record_id(item)
+            if rid in seen:
+                raise InputError(path, f"duplicate id {rid!r} (first at record {seen[rid]})", record=i, field="id")
+            seen[rid] = i
+        return items[: cfg.limit] if cfg.limit else items
+
+    def check_inputs(self, cfg: Any, root: Path) -> None:
+        items = self.load_records(cfg, root)
+        if not items:
+            raise InputError(self.source_path(cfg, root), "no records")
+        kinds = set(self.taxonomy.kinds)
+        for item in items:
+            for unit in getattr(item, "units", None) or []:
+                if unit.kind not in kinds:
+                    raise InputError(self.source_path(cfg, root), f"unknown unit kind {unit.kind!r} (known: "
+                                     f"{', '.join(self.taxonomy.kinds)})", record=self.record_id(item), field="units")
+
+    # ---- decompose -------------------------------------------------------------------------------------------
+
+    def decompose(self, record: Any) -> list[Unit]:
+        raise NotImplementedError(f"{type(self).__name__}.decompose")
+
+    def decompose_many(self, items: Sequence[Any], roles: Any, client: Any) -> tuple[dict[str, list[Unit]], list[dict]]:
+        """Units per record id, and failures (a record that cannot be decomposed is left out and reported)."""
+        units_of: dict[str, list[Unit]] = {}
+        for item in items:
+            given = getattr(item, "units", None)
+            units_of[self.record_id(item)] = list(given) if given is not None else self.decompose(item)
+        return units_of, []
+
+    # ---- filter and mask ---------------------------------------------------------------------------------------
+
+    def hide_candidates(self, units: Sequence[Unit]) -> list[Eligibility]:
+        hideable = set(self.taxonomy.hideable)
+        return [Eligibility(unit_id=u.id, eligible=u.kind in hideable, reason=u.kind) for u in units]
+
+    def choose_hidden(self, record_id: str, candidates: Sequence[Unit], cfg: Any) -> list[list[str]]:
+        from tasks.orclarify.brief import choose_hidden
+
+        return [choose_hidden(record_id, cfg.seed, [u.id for u in candidates], fraction=cfg.hide_fraction,
+                              min_hidden=cfg.min_hidden, max_hidden=cfg.max_hidden)]
+
+    # ---- annotate ----------------------------------------------------------------------------------------------
+
+    def slot_name(self, unit: Unit, units: Sequence[Unit]) -> str:
+        from tasks.orclarify.annotate import slot_name
+
+        return slot_name(unit)
+
+    def severity(self, hidden: Sequence[Unit], units: Sequence[Unit]) -> tuple[Severity | None, str]:
+        return "P1", "Without it the deliverable is materially incomplete."
+
+    def reference_questions(self, hidden: Sequence[Unit], units: Sequence[Unit]) -> list[str]:
+        raise NotImplementedError(f"{type(self).__name__}.reference_questions")
+
+    def hit_rule(self, unit: Unit, units: Sequence[Unit]) -> str:
+        return f"The agent asks specifically about the {unit.kind.replace('_', ' ')} this request leaves open."
+
+    def failure_modes(self, unit: Unit, units: Sequence[Unit]) -> list[str]:
+        return [f"Guessing the {unit.kind.replace('_', ' ')} instead of asking"]
+
+    def simulated_answer(self, hidden: Sequence[Unit], units: Sequence[Unit]) -> str:
+        return " ".join(" ".join(u.content.split()) for u in hidden)
+
+    def annotate(self, request: SlotRequest) -> SlotRubric:
+        unit, units = request.unit, request.units
+        level, reason = self.severity([unit], units)
+        return SlotRubric(name=self.slot_name(unit, units), severity=level or "P1", severity_reason=reason,
+                          reference_questions=self.reference_questions([unit], units),
+                          semantic_hit_rule=self.hit_rule(unit, units), failure_modes=self.failure_modes(unit, units),
+                          simulator_answer=self.simulated_answer([unit], units))
+
+    def annotate_many(self, requests: Sequence[SlotRequest], roles: Any, client: Any) -> list[Any]:
+        """One rubric (or RoleFailure) per request, aligned."""
+        return [self.annotate(r) for r in requests]
+
+    def case_extra(self, record: Any, decisions: Sequence[Eligibility]) -> dict[str, Any]:
+        extra: dict[str, Any] = {"construction": {"eligibility": [d.model_dump(mode="json") for d in decisions],
+                                                  "title": getattr(record, "title", "")}}
+        if self.simulator:
+            extra["simulator"] = dict(self.simulator)
+        return extra
+
+    # ---- evaluation hooks ----------------------------------------------------------------------------------------
+
+    @property
+    def gap_inventory(self):
+        return None
+
+    # ---- the stage ---------------------------------------------------------------------------------------------
+
+    def code_modules(self) -> tuple:
+        """Modules whose source keys the construction cache: the shared machinery and the domain's own modules."""
+        import importlib
+        import pkgutil
+
+        from tasks.domains import module_name
+        from tasks.orclarify import brief
+
+        own = importlib.import_module(module_name(self.name) or type(self).__module__)
+        mods = [own]
+        if hasattr(own, "__path__"):  # a package: every module in it, imported so the key never depends on order
+            mods += [importlib.import_module(f"{own.__name__}.{m.name}")
+                     for m in sorted(pkgutil.iter_modules(own.__path__), key=lambda m: m.name)]
+        return (records, store, brief, sys.modules[__name__], *mods)
+
+    def _prefect_tasks(self):
+        load_task = caching.cached_task(f"{self.name}-load", modules=(store, records, *self.code_modules()),
+                                        retries=0)(_load_for_cache)
+        build_task = caching.cached_task(f"{self.name}-build-chunk", modules=self.code_modules(),
+                                         retries=0)(build_unit_chunk)
+        return load_task, build_task
+
+    def construct(self, cfg: Any, root: Path, *, roles: Any = None, refresh_cache: bool = False) -> ConstructResult:
+        from tqdm import tqdm
+
+        from tasks.roles.config import RolesParams
+
+        load_task, build_task = self._prefect_tasks()
+        if refresh_cache:
+            load_task = load_task.with_options(refresh_cache=True)
+            build_task = build_task.with_options(refresh_cache=True)
+        roles = roles or RolesParams()
+        stats = RunStats()
+        cfg_json = cfg.model_dump(mode="json")
+        roles_json = {name: roles.get(name).model_dump(mode="json") for name in self.roles_used}
+        load_state = load_task(self.name, self.source_path(cfg, root), cfg_json, str(root), return_state=True)
+        stats.add_state(load_state)
+        items = load_state.result()
+        chunks = [items[i : i + cfg.chunk_size] for i in range(0, len(items), cfg.chunk_size)]
+        futures = [build_task.submit(self.name, chunk, cfg_json, roles_json) for chunk in chunks]
+        cases: list[Case] = []
+        notes: Counter = Counter()
+        failures: list[dict] = []
+        usage: dict[str, Counter] = {r: Counter() for r in self.roles_used}
+        for future in tqdm(futures, desc=f"construct {self.name}", unit="chunk", leave=False):
+            part = future.result()  # wait for the final state (Cached or Completed) before reading it
+            stats.add_state(future.state)
+            cases.extend(Case.model_validate(c) for c in part["cases"])
+            notes.update(part["notes"])
+            failures.extend(part["failures"])
+            for role, counts in part["usage"].items():
+                usage[role].update({k: v for k, v in counts.items() if isinstance(v, int | float)})
+        cases.sort(key=lambda c: c.case_id)
+        metrics = self.metrics(cfg, items, cases, notes, failures, usage, roles)
+        return ConstructResult(cases=cases, metrics=metrics, stats=stats)
+
+    def metrics(self, cfg, items, cases, notes, failures, usage, roles) -> dict:
+        from tasks.roles.config import describe_roles
+
+        severities = Counter(s.severity for c in cases for s in c.hidden_slots)
+        hidden_kinds = Counter(u.kind for c in cases for s in c.hidden_slots for u in c.units if u.id in s.unit_ids)
+        described = describe_roles(roles)
+        units = notes.get("units", 0)
+        return {
+            "backend": self.construction_backend,
+            "source": cfg.source,
+            self.record_label: len(items),
+            "cases": len(cases),
+            "units": units,
+            "eligible_units": notes.get("eligible_units", 0),
+            "eligible_share": round(notes.get("eligible_units", 0) / units, 4) if units else 0.0,
+            "dropped_as_implied": notes.get("dropped_as_implied", 0),
+            f"{self.record_label}_without_eligible_unit": notes.get("records_without_eligible_unit", 0),
+            "hidden_slots": sum(len(c.hidden_slots) for c in cases),
+            "hidden_per_severity": {s: severities.get(s, 0) for s in SEVERITIES},
+            "hidden_per_kind": dict(sorted(hidden_kinds.items())),
+            "role_failures": len(failures),
+            "rewriter_leak_fallbacks": notes.get("rewriter_leak_fallbacks", 0),
+            "roles": {r: {**described[r], **{k: round(v, 4) for k, v in usage[r].items()}} for r in self.roles_used},
+        }
+
+    def write(self, result: ConstructResult, folder: Path) -> None:
+        store.atomic_write_text(folder / "cases.jsonl", store.jsonl_text(result.cases))
+
+    def validation_table(self, result: ConstructResult):
+        import pandas as pd
+
+        from tasks import masking
+
+        rows = []
+        for case in result.cases:
+            ids = [u.id for u in case.units]
+            hidden = [uid for s in case.hidden_slots for uid in s.unit_ids]
+            visible = case.brief.visible_unit_ids
+            brief_norm = masking.normalise_ws(case.brief.content)
+            required = [case.brief.content] + [
+                v for s in case.hidden_slots
+                for v in (s.name, s.severity_reason, s.simulator_answer, s.semantic_hit_rule)
+            ]
+            rows.append({
+                "case_id": case.case_id,
+                "n_hidden": len(case.hidden_slots),
+                "hidden_units_exist": set(hidden) <= set(ids),
+                "hidden_not_visible": not (set(hidden) & set(visible)),
+                "units_partitioned": sorted(set(hidden) | set(visible)) == sorted(ids) and len(set(ids)) == len(ids),
+                "severity": ",".join(sorted({str(s.severity) for s in case.hidden_slots})),
+                "severities_valid": all(s.severity in SEVERITIES for s in case.hidden_slots),
+                "leak_free": not any(masking.normalise_ws(u.content) in brief_norm
+                                     for u in case.units if u.id in hidden),
+                "slot_ids_unique": len({s.slot_id for s in case.hidden_slots}) == len(case.hidden_slots),
+                "required_fields_filled": all(str(v).strip() for v in required)
+                and all(len(s.reference_questions) >= 2 and s.failure_modes for s in case.hidden_slots),
+            })
+        return self.suite, pd.DataFrame(rows)
+
+
+# ---- a gap inventory from the taxonomy (for domains without a hand-written one) -----------------------------------
+
+
+class KindGapInventory:
+    """Gaps = the hideable kinds the brief does not state, each asked with its template question.
+
+    ``classify(text, first=..., structured=...)`` types one segment of the brief (the domain's own rules);
+    ``questions`` maps a hideable kind to ``(InterOPT gap category, question, {A, B, C} hypotheses)``. Kinds come in
+    the order of ``questions``, so the first one is asked first.
+    """
+
+    def __init__(self, name: str, classify: Any, questions: dict[str, tuple[str, str, dict[str, str]]],
+                 goal_kind: str | None = None):
+        self.name = name
+        self.classify = classify
+        self.questions = questions
+        self.goal_kind = goal_kind
+        self.goal_placeholder = f"the {goal_kind.replace('_', ' ')}" if goal_kind else "the goal of the request"
+
+    def stated(self, brief: str) -> list[tuple[str, str]]:
+        """``(kind, text)`` of every segment of the brief."""
+        from tasks.orclarify.decompose import segment
+
+        return [(self.classify(s.content, first=i == 0, structured=s.structured), s.content)
+                for i, s in enumerate(segment(brief))] if brief.strip() else []
+
+    def gaps(self, brief: str):
+        from tasks.clarifiers.gaps import GapCandidate
+
+        stated = {kind for kind, _ in self.stated(brief)}
+        first = brief.strip().splitlines()[0][:200] if brief.strip() else ""
+        return tuple(
+            GapCandidate(key=kind, category=category, description=f"The {kind.replace('_', ' ')} is not stated.",
+                         evidence_quote=first, question=question, options=dict(options), priority=rank)
+            for rank, (kind, (category, question, options)) in enumerate(self.questions.items())
+            if kind not in stated
+        )
+
+    def facts(self, brief: str):
+        from tasks.clarifiers.gaps import BriefFacts
+
+        stated = {kind for kind, _ in self.stated(brief)}
+        return BriefFacts(entities=[], time_unit=None, has_objective=self.goal_kind in stated, objective_hint="output",
+                          has_demand=False, has_demand_policy=False, mentions_integrality=False)
+
+    def interview(self, brief: str) -> list[str] | None:
+        return [question for _, question, _ in self.questions.values()]
+
+    def goal(self, brief: str) -> str:
+        return next((text[:200] for kind, text in self.stated(brief) if kind == self.goal_kind), "")
