@@ -141,3 +141,51 @@ def test_the_evaluate_flow_dispatches_on_the_domain_evaluation(monkeypatch):
     monkeypatch.chdir(ROOT)
     with pytest.raises(InputError, match="no evaluation for domain 'nonsense'"):
         evaluate.prepare("nonsense")
+
+
+def test_agent_and_user_prompts_follow_the_episode_domain(monkeypatch):
+    """LLM-backend agents and the simulated user of an analytics episode are told about a data-analysis request;
+    the same roles outside an episode (and in an optimisation episode) keep the optimisation wording."""
+    from tasks.clarifiers.base import MethodContext, get_method
+    from tasks.clarifiers.freeqa import SPEC as GENERIC
+    from tasks.clarifiers.freeqa import AgentInput
+    from tasks.episodes.loop import run_episode
+    from tasks.llm.client import LLMClient
+    from tasks.llm.providers import ensure_registered
+    from tasks.llm.providers.mock import replay_local
+    from tasks.roles import base
+    from tasks.roles.config import RoleConfig, RolesParams
+    from tests.test_evaluate import _case
+
+    outside = GENERIC.messages(AgentInput(brief="Plan the shifts."))[0]["content"]
+    assert "an optimisation model" in outside and "operations-research analyst" in outside
+
+    systems: list[tuple[str, str]] = []
+    render = base.RoleSpec.messages
+
+    def spy(self, inp):
+        messages = render(self, inp)
+        systems.append((self.name, messages[0]["content"]))
+        return messages
+
+    monkeypatch.setattr(base.RoleSpec, "messages", spy)
+    ensure_registered()
+    model = replay_local("framing-test")
+    llm = RoleConfig(backend="llm", model=model, max_retries=0)
+    roles = RolesParams(or_generic_agent=llm, or_open_user=llm)
+    ctx = MethodContext(roles=roles, client=LLMClient(use_cache=False))
+    base_case = _case()
+    for domain in ("analytics", "optimization"):
+        systems.clear()
+        case = base_case.model_copy(update={"metadata": base_case.metadata.model_copy(update={"domain": domain})})
+        run_episode(case, get_method("freeqa"), "open", repeat=1, seed=0, max_turns=2, ctx=ctx)
+        names = {name for name, _ in systems}
+        assert {"or_generic_agent", "or_open_user"} <= names, names
+        for name, system in systems:
+            if domain == "analytics":
+                assert "data-analysis request" in system and "optimisation" not in system, (name, system[:200])
+            else:
+                assert "optimisation" in system and "data-analysis" not in system, (name, system[:200])
+        agent = next(system for name, system in systems if name == "or_generic_agent")
+        assert agent.startswith("You are a data analyst." if domain == "analytics"
+                                else "You are an operations-research analyst."), agent[:80]

@@ -34,7 +34,9 @@ cut into typed units (what ``python -m flows.new_domain`` scaffolds).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
@@ -81,6 +83,37 @@ class JudgeHints:
     """What the agent builds once READY, e.g. "an optimisation model" or "a SQL query"."""
     core: str = ""
     """What makes a slot core (P0/P1) in this domain, in one sentence."""
+    analyst: str = "an analyst"
+    """Who interviews the user, e.g. "an operations-research analyst" (agent and simulated-user prompts)."""
+
+
+OPTIMIZATION_HINTS = JudgeHints(
+    subject="an optimisation problem", deliverable="an optimisation model", analyst="an operations-research analyst",
+    core="P0 changes the problem, its feasible set, the objective or the decision entity; P1 leaves the model "
+         "materially incomplete or likely wrong.",
+)
+"""The optimisation domain's hints; also the framing of role prompts rendered outside any episode."""
+
+_FRAMING: ContextVar[JudgeHints | None] = ContextVar("clarifyflow_domain_framing", default=None)
+
+
+@contextmanager
+def framing(hints: JudgeHints | None) -> Iterator[JudgeHints]:
+    """Render role prompts for ``hints``' domain in this context (one episode); None: the optimisation wording.
+
+    Every role prompt sees the active hints as ``domain`` (``{{ domain.analyst }}``, ``{{ domain.subject }}``,
+    ``{{ domain.deliverable }}``), so the agents and the simulated user of an analytics episode talk about a
+    data-analysis request, not an optimisation model. The same mechanism as the episode's gap inventory
+    (``tasks.clarifiers.gaps.using``)."""
+    token = _FRAMING.set(hints)
+    try:
+        yield active_hints()
+    finally:
+        _FRAMING.reset(token)
+
+
+def active_hints() -> JudgeHints:
+    return _FRAMING.get() or OPTIMIZATION_HINTS
 
 
 class Eligibility(BaseModel):

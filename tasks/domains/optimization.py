@@ -20,7 +20,7 @@ from typing import Any
 
 from tasks import records, store
 from tasks.domains import ConstructResult
-from tasks.domains.api import Eligibility, JudgeHints, Severity, Taxonomy
+from tasks.domains.api import OPTIMIZATION_HINTS, Eligibility, Severity, Taxonomy
 from tasks.domains.units import SlotRequest, UnitDomain, build_unit_chunk
 from tasks.errors import InputError
 from tasks.orclarify import HIDEABLE_KINDS, UNIT_KINDS
@@ -85,11 +85,7 @@ class OptimizationDomain(UnitDomain):
                       "constraint": "a rule the plan must respect", "objective": "what the plan optimises",
                       "assumption": "a modelling or boundary assumption"},
     )
-    judge_hints = JudgeHints(
-        subject="an optimisation problem", deliverable="an optimisation model",
-        core="P0 changes the problem, its feasible set, the objective or the decision entity; P1 leaves the model "
-             "materially incomplete or likely wrong.",
-    )
+    judge_hints = OPTIMIZATION_HINTS
     params_model = OptimizationConstructParams
     record_model = ProblemRecord
     roles_used = ROLES_USED

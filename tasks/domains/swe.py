@@ -380,6 +380,7 @@ class SweDomain:
                         descriptions={c.key: categories.DEFINITIONS[c] for c in Category})
     judge_hints = JudgeHints(
         subject="a GitHub issue (bug report or feature request)", deliverable="a patch that resolves the issue",
+        analyst="a software engineer",
         core="Every hidden category counts as core (P1); the shap stage's category weights rank them.",
     )
     user_aspects: ClassVar[dict[str, list[str]]] = {}

@@ -108,6 +108,7 @@ class TemplateDomain(UnitDomain):
     evaluation = "episodes"
     taxonomy = Taxonomy(kinds=KINDS, hideable=HIDEABLE, descriptions=DESCRIPTIONS)
     judge_hints = JudgeHints(subject="a request for help with a task", deliverable="the result the request asks for",
+                             analyst="an analyst",
                              core="P0 changes what the result is; P1 makes it materially wrong or unusable.")
     params_model = TemplateConstructParams
     user_aspects = ASPECTS

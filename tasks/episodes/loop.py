@@ -83,11 +83,13 @@ def episode_context(base: MethodContext, sample: str) -> MethodContext:
 
 def run_episode(case: Case, method: Method, protocol: Protocol, *, repeat: int, seed: int, max_turns: int,
                 ctx: MethodContext) -> Episode:
-    """Play one episode with the gap inventory of the case's domain active (what the local agents ask from)."""
+    """Play one episode with the case's domain active: its gap inventory (what the local agents ask from) and its
+    framing (how the LLM prompts of the agents and the simulated user name the request)."""
     from tasks.clarifiers.gaps import using
-    from tasks.domains import gap_inventory_for
+    from tasks.domains import gap_inventory_for, judge_hints_for
+    from tasks.domains.api import framing
 
-    with using(gap_inventory_for(case.metadata.domain)):
+    with using(gap_inventory_for(case.metadata.domain)), framing(judge_hints_for(case.metadata.domain)):
         return _play(case, method, protocol, repeat=repeat, seed=seed, max_turns=max_turns, ctx=ctx)
 
 

@@ -71,8 +71,12 @@ class RoleSpec(Generic[I, O]):
     """Optional faster batch version of ``local`` (e.g. one embedding call for all inputs)."""
 
     def messages(self, inp: I) -> list[dict]:
-        """``prompts/<name>/system.j2`` and ``user.j2`` rendered with the input's fields and the output schema."""
+        """``prompts/<name>/system.j2`` and ``user.j2`` rendered with the input's fields, the output schema and the active
+        domain's framing (``domain``: ``tasks.domains.api.framing``)."""
+        from tasks.domains.api import active_hints
+
         values = inp.model_dump(mode="json")
+        values.setdefault("domain", active_hints())
         schema = _schema_json(self.output_model)
         return [
             {"role": "system", "content": render(f"{self.name}/system.j2", schema=schema, **values)},

@@ -37,6 +37,7 @@ class AnalyticsDomain(UnitDomain):
     taxonomy = decompose.TAXONOMY
     judge_hints = JudgeHints(
         subject="a data-analysis request (text to SQL)", deliverable="a SQL query and the table or chart it returns",
+        analyst="a data analyst",
         core="P0 changes what number is computed (metric, period, source); P1 makes it materially wrong or unusable "
              "(population, breakdown, top-N).",
     )
