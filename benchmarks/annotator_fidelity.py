@@ -19,7 +19,7 @@ after the embedding model has been loaded. Target: <= 60 s.
 
 Backends. *Rules only*: the segmentation and rules with no learned weights. Rows are split by position: even rows
 are the *dev* half (the rules were tuned while looking at its misses), odd rows the *held-out* half; figures are
-reported for both halves and for all rows. *Learned scorer*: the logistic-regression unit scorer of
+reported for both halves and for all rows. *Learned scorer*: the gradient-boosted unit scorer of
 ``benchmarks/train_annotator.py``, evaluated only by issue-level 5-fold cross-validation (each issue annotated by a
 model and thresholds fitted on the other folds). The shipped ``annotator_weights.npz`` is trained on all these rows,
 so running it over them would be in-sample; that figure is written to the JSON only, labelled as such. The timed
@@ -291,7 +291,7 @@ def main(argv: list[str] | None = None) -> int:
     OUT.parent.mkdir(parents=True, exist_ok=True)
     payload = {
         "backends": {"rules": "local annotator, rules + MiniLM prototype similarity, no weights",
-                     "learned_cv": "rules features + MiniLM embedding -> per-category logistic regression, "
+                     "learned_cv": "rules features + MiniLM embedding -> per-category gradient-boosted trees, "
                                    "issue-level 5-fold CV, thresholds chosen inside the training folds",
                      "default": "learned (annotator_weights.npz)" if scorer is not None else "rules"},
         "cv_fold_thresholds": cv_thresholds,

@@ -7,10 +7,13 @@ Rows. Every unit the annotator's segmentation cuts from an annotated issue is on
 rule tags, position, prototype cosines, MiniLM embedding of prose units); its label for category c is 1 when the
 unit overlaps a workbook span of c located in the issue text (whitespace-insensitive).
 
-Model. One L2 logistic regression per category on standardised features (C fixed at ``C``). Two thresholds per
-category: the *unit* threshold (maximises unit-level F1) and the *presence* threshold on the issue's best unit
-score (maximises presence F1). Both are chosen on out-of-fold scores of an inner 4-fold split of the training
-issues, never on the issues being scored.
+Model. One LightGBM gradient-boosted tree ensemble per category (settings ``GBM``, fixed before the first CV run of
+this model), exported as flat numpy arrays (``tasks.roles.annotator.trees_from_lightgbm``) so that the annotator needs
+no LightGBM at run time. Tagged units are filled within their paragraph or code block (``fill_groups``) before they
+are merged into spans. Per category, on out-of-fold scores of an inner 4-fold split of the training issues (never on
+the issues being scored): the *unit* threshold (maximises the F1 of span recall and span precision, fill included),
+an issue-level logistic regression for presence with its F1-maximising threshold, and whether presence is better
+read as "has a tagged unit" (kept when its presence F1 on those issues is at least the regression's).
 
 Evaluation. Issue-level 5-fold cross-validation: each issue is annotated by a model (and thresholds) trained on the
 other four folds; the figures are computed with ``benchmarks/annotator_fidelity.py``'s ``evaluate``. The shipped
@@ -35,8 +38,9 @@ from tasks.masking import find_all as _occurrences  # noqa: E402
 
 DEFAULT_DATA = ROOT.parent / "shared" / "data" / "clariti" / "data.xlsx"
 OUT = ROOT / "benchmarks" / "out" / "train_annotator.json"
-C = 0.05
-"""Inverse L2 strength, fixed before the first CV run (C = 0.2 was tried once afterwards: no better)."""
+GBM = {"n_estimators": 300, "learning_rate": 0.05, "num_leaves": 15, "min_child_samples": 20, "subsample": 0.8,
+       "subsample_freq": 1, "colsample_bytree": 0.3, "reg_lambda": 1.0}
+"""LightGBM settings per category (one thread: deterministic, and no spinning against other jobs)."""
 OUTER_FOLDS = 5
 INNER_FOLDS = 4
 SEED = 0
@@ -72,24 +76,34 @@ def issue_folds(n: int, k: int, seed: int) -> np.ndarray:
     return folds
 
 
-def _fit_linear(x: np.ndarray, y: np.ndarray):
-    """Standardisation and one logistic regression per category: (mean, scale, coef (6, d), bias (6,))."""
-    from sklearn.linear_model import LogisticRegression
+def _fit_trees(x: np.ndarray, y: np.ndarray) -> dict[str, np.ndarray]:
+    """One LightGBM binary classifier per category; their trees as UnitScorer arrays."""
+    import lightgbm as lgb
+    from tasks.roles.annotator import trees_from_lightgbm
 
-    mean = x.mean(axis=0)
-    scale = x.std(axis=0)
-    scale[scale < 1e-6] = 1.0
-    z = (x - mean) / scale
-    coef = np.zeros((y.shape[1], x.shape[1]), dtype=np.float64)
-    bias = np.zeros(y.shape[1], dtype=np.float64)
+    dumps = []
     for j in range(y.shape[1]):
         if y[:, j].min() == y[:, j].max():
-            bias[j] = 30.0 if y[0, j] else -30.0
+            dumps.append({"tree_info": [{"tree_structure": {"leaf_value": 30.0 if y[0, j] else -30.0}}]})
             continue
-        model = LogisticRegression(C=C, max_iter=3000)
-        model.fit(z, y[:, j])
-        coef[j], bias[j] = model.coef_[0], model.intercept_[0]
-    return mean, scale, coef, bias
+        model = lgb.LGBMClassifier(**GBM, n_jobs=1, random_state=SEED, deterministic=True, verbose=-1)
+        model.fit(x, y[:, j])
+        dumps.append(model.booster_.dump_model())
+    return trees_from_lightgbm(dumps)
+
+
+def _scorer(trees: dict[str, np.ndarray], unit_threshold=None, pcoef=None, pbias=None, pthreshold=None,
+            from_spans=None):
+    from tasks.roles.annotator import UnitScorer
+
+    k = 6
+    z = np.zeros(k)
+    return UnitScorer(**trees, unit_threshold=z if unit_threshold is None else np.asarray(unit_threshold, np.float64),
+                      presence_coef=np.zeros((k, 5)) if pcoef is None else np.asarray(pcoef, np.float64),
+                      presence_bias=z if pbias is None else np.asarray(pbias, np.float64),
+                      presence_threshold=z if pthreshold is None else np.asarray(pthreshold, np.float64),
+                      presence_from_spans=np.zeros(k, np.int32) if from_spans is None else
+                      np.asarray(from_spans, np.int32))
 
 
 def _best_f1_threshold(scores: np.ndarray, labels: np.ndarray) -> float:
@@ -110,10 +124,11 @@ class SpanGeometry:
 
     def __init__(self, issue, prepared):
         from tasks.categories import ORDER
-        from tasks.roles.annotator import _only_fences
+        from tasks.roles.annotator import _only_fences, unit_groups
 
         text = issue.text
         units = prepared.units
+        self.groups = unit_groups(text, units)
         self.starts = np.array([u.start for u in units], dtype=np.int64)
         self.ends = np.array([u.end for u in units], dtype=np.int64)
         self.joins = np.array([_only_fences(text[a.end : b.start]) for a, b in zip(units, units[1:])], dtype=bool)
@@ -130,7 +145,11 @@ class SpanGeometry:
             self.gold_cum.append(np.concatenate([[0], np.cumsum(mask)]))
 
     def counts(self, j: int, tagged: np.ndarray) -> tuple[int, int, int, int]:
-        """(gold spans, gold spans >= 50% covered, predicted spans, predicted spans touching gold) for category j."""
+        """(gold spans, gold spans >= 50% covered, predicted spans, predicted spans touching gold) for category j,
+        after the annotator's fill within paragraphs and code blocks."""
+        from tasks.roles.annotator import fill_groups
+
+        tagged = fill_groups(self.groups, tagged)
         spans = []
         k, n = 0, len(tagged)
         while k < n:
@@ -179,43 +198,43 @@ def _stack(prepared, labels, rows):
 
 
 def fit_scorer(prepared, labels, presence, rows, geoms):
-    """A UnitScorer trained on ``rows`` (issue indices), thresholds from an inner split of those rows."""
-    from tasks.roles.annotator import UnitScorer, presence_features
+    """A UnitScorer trained on ``rows`` (issue indices), thresholds and presence from an inner split of those rows."""
+    from tasks.roles.annotator import presence_features
 
     rows = np.asarray(rows)
     inner = issue_folds(len(rows), INNER_FOLDS, SEED + 1)
     oof_units: list[np.ndarray] = [None] * len(rows)  # type: ignore[list-item]
     for f in range(INNER_FOLDS):
         train, test = rows[inner != f], np.flatnonzero(inner == f)
-        mean, scale, coef, bias = _fit_linear(*_stack(prepared, labels, train))
-        zeros = np.zeros(len(bias))
-        scorer = UnitScorer(mean, scale, coef, bias, zeros, np.zeros((len(bias), 5)), zeros, zeros)
+        scorer = _scorer(_fit_trees(*_stack(prepared, labels, train)))
         for t in test:
             oof_units[t] = scorer.scores(prepared[rows[t]].features)
-    unit_scores = np.vstack(oof_units)
-    unit_y = np.vstack([labels[k] for k in rows])
-    if OBJECTIVE == "span":
-        fold_geoms = [geoms[k] for k in rows]
-        unit_threshold = np.array([_best_span_threshold(fold_geoms, oof_units, j) for j in range(unit_y.shape[1])])
-    else:
-        unit_threshold = np.array([_best_f1_threshold(unit_scores[:, j], unit_y[:, j]) for j in range(unit_y.shape[1])])
-    pcoef, pbias, presence_threshold = _fit_presence(
-        [presence_features(prepared[k].units, sc, unit_threshold) for k, sc in zip(rows, oof_units)], presence[rows])
-    mean, scale, coef, bias = _fit_linear(*_stack(prepared, labels, rows))
-    f32 = lambda a: np.asarray(a, dtype=np.float32)  # noqa: E731
-    return UnitScorer(f32(mean), f32(scale), f32(coef), f32(bias), f32(unit_threshold), f32(pcoef), f32(pbias),
-                      f32(presence_threshold))
+    n_cats = labels[0].shape[1]
+    fold_geoms = [geoms[k] for k in rows]
+    unit_threshold = np.array([_best_span_threshold(fold_geoms, oof_units, j) for j in range(n_cats)])
+    pcoef, pbias, presence_threshold, from_spans = _fit_presence(
+        [presence_features(prepared[k].units, sc, unit_threshold) for k, sc in zip(rows, oof_units)], presence[rows],
+        np.array([[bool(np.any(sc[:, j] >= unit_threshold[j])) for j in range(n_cats)] for sc in oof_units]))
+    return _scorer(_fit_trees(*_stack(prepared, labels, rows)), unit_threshold, pcoef, pbias, presence_threshold,
+                   from_spans)
 
 
-def _fit_presence(feats: list[np.ndarray], y: np.ndarray):
-    """Per category a logistic regression on the issue-level features of out-of-fold unit scores, and the
-    threshold on its probability that maximises presence F1 on those same training issues."""
+def _f1(pred: np.ndarray, y: np.ndarray) -> float:
+    tp = float(np.sum(pred & (y == 1)))
+    return 2 * tp / (tp + float(np.sum(pred)) + float(np.sum(y == 1))) if tp else 0.0
+
+
+def _fit_presence(feats: list[np.ndarray], y: np.ndarray, has_spans: np.ndarray):
+    """Per category a logistic regression on the issue-level features of out-of-fold unit scores, the threshold on
+    its probability that maximises presence F1 on those same training issues, and whether "has a tagged unit" does
+    at least as well there (then presence is read from the spans)."""
     from sklearn.linear_model import LogisticRegression
 
     x = np.stack(feats)  # (issues, 6, 5)
     coef = np.zeros((y.shape[1], x.shape[2]))
     bias = np.zeros(y.shape[1])
     threshold = np.zeros(y.shape[1])
+    from_spans = np.zeros(y.shape[1], dtype=np.int32)
     for j in range(y.shape[1]):
         if y[:, j].min() == y[:, j].max():
             bias[j] = 30.0 if y[0, j] else -30.0
@@ -224,7 +243,8 @@ def _fit_presence(feats: list[np.ndarray], y: np.ndarray):
         coef[j], bias[j] = model.coef_[0], model.intercept_[0]
         prob = 1.0 / (1.0 + np.exp(-(x[:, j] @ coef[j] + bias[j])))
         threshold[j] = _best_f1_threshold(prob, y[:, j])
-    return coef, bias, threshold
+        from_spans[j] = int(_f1(has_spans[:, j], y[:, j]) >= _f1(prob >= threshold[j], y[:, j]))
+    return coef, bias, threshold, from_spans
 
 
 def cross_validated_annotations(issues, prepared, labels, presence, geoms):
@@ -237,7 +257,8 @@ def cross_validated_annotations(issues, prepared, labels, presence, geoms):
     for f in range(OUTER_FOLDS):
         scorer = fit_scorer(prepared, labels, presence, np.flatnonzero(folds != f), geoms)
         thresholds.append({"unit": scorer.unit_threshold.round(3).tolist(),
-                           "presence": scorer.presence_threshold.round(3).tolist()})
+                           "presence": scorer.presence_threshold.round(3).tolist(),
+                           "presence_from_spans": scorer.presence_from_spans.tolist()})
         for k in np.flatnonzero(folds == f):
             p = prepared[k]
             annotations[k] = scored_annotation(p, scorer)
@@ -310,9 +331,10 @@ def main(argv: list[str] | None = None) -> int:
         scorer.save(WEIGHTS)
         print(f"final fit on all {len(issues)} issues {timings['final_fit_s']} s; wrote {WEIGHTS.relative_to(ROOT)} "
               f"(unit thresholds {[round(float(t), 2) for t in scorer.unit_threshold]}, "
-              f"presence thresholds {[round(float(t), 2) for t in scorer.presence_threshold]})")
+              f"presence thresholds {[round(float(t), 2) for t in scorer.presence_threshold]}, "
+              f"presence from spans {scorer.presence_from_spans.tolist()})")
     OUT.parent.mkdir(parents=True, exist_ok=True)
-    OUT.write_text(json.dumps({"data": str(path), "C": C, "outer_folds": OUTER_FOLDS, "inner_folds": INNER_FOLDS,
+    OUT.write_text(json.dumps({"data": str(path), "gbm": GBM, "outer_folds": OUTER_FOLDS, "inner_folds": INNER_FOLDS,
                                "units": n_units, "timings": timings, "fold_thresholds": thresholds,
                                "rules_only": rules, "cross_validated": cv}, indent=2) + "\n")
     return 0

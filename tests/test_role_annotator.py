@@ -170,12 +170,11 @@ def test_weights_file_loads_and_changes_scores() -> None:
     scorer = annotator.UnitScorer.load(annotator.WEIGHTS)
     prepared = annotator.prepare_batch([AnnotateInput(text=t) for t in ALL])
     features = np.vstack([p.features for p in prepared])
-    assert scorer.coef.shape == (len(Category), features.shape[1])
+    assert int(scorer.feature.max()) < features.shape[1]
+    assert sorted(set(scorer.tree_category.tolist())) == list(range(len(Category)))
     scores = scorer.scores(features)
-    flat = annotator.UnitScorer(**{**scorer.__dict__, "coef": np.zeros_like(scorer.coef)}).scores(features)
     assert np.all((scores > 0) & (scores < 1))
-    assert np.abs(scores - flat).max() > 0.1  # the weights, not just the biases, move the scores
-    assert scores.std(axis=0).min() > 0.01
+    assert scores.std(axis=0).min() > 0.01  # the trees, not just a constant, move the scores
 
 
 def test_absent_weights_fall_back_to_rules(monkeypatch, tmp_path) -> None:
@@ -186,20 +185,101 @@ def test_absent_weights_fall_back_to_rules(monkeypatch, tmp_path) -> None:
     assert Category.VERSION_ENV in out[ALL.index(VERSION_ISSUE)].present
 
 
-def test_weights_round_trip(tmp_path) -> None:
-    rng = np.random.default_rng(0)
-    d, k = 12, len(Category)
-    scorer = annotator.UnitScorer(
-        rng.normal(size=d).astype(np.float32), np.ones(d, np.float32), rng.normal(size=(k, d)).astype(np.float32),
-        np.zeros(k, np.float32), np.full(k, 0.5, np.float32), np.ones((k, 5), np.float32), np.zeros(k, np.float32),
-        np.full(k, 0.5, np.float32),
+def _tiny_scorer(threshold: float = 0.5) -> annotator.UnitScorer:
+    """Two stumps per category on feature 0 or 1 (hand-made, not learned)."""
+    dumps = []
+    for j in range(len(Category)):
+        stump = {"split_feature": j % 2, "threshold": 0.0, "decision_type": "<=",
+                 "left_child": {"leaf_value": -2.0}, "right_child": {"leaf_value": 1.0 + j}}
+        dumps.append({"tree_info": [{"tree_structure": stump}, {"tree_structure": {"leaf_value": 0.5}}]})
+    k = len(Category)
+    return annotator.UnitScorer(
+        **annotator.trees_from_lightgbm(dumps), unit_threshold=np.full(k, threshold), presence_coef=np.ones((k, 5)),
+        presence_bias=np.zeros(k), presence_threshold=np.full(k, 0.5), presence_from_spans=np.zeros(k, np.int32),
     )
+
+
+def test_tree_arrays_score_like_the_stumps() -> None:
+    scorer = _tiny_scorer()
+    x = np.array([[-1.0, 2.0, 0.0], [3.0, -1.0, 0.0]], dtype=np.float32)
+    scores = scorer.scores(x)
+    sig = lambda z: 1.0 / (1.0 + np.exp(-z))  # noqa: E731
+    assert np.allclose(scores[0, 0], sig(-2.0 + 0.5)) and np.allclose(scores[1, 0], sig(1.0 + 0.5))
+    assert np.allclose(scores[0, 1], sig(2.0 + 0.5)) and np.allclose(scores[1, 1], sig(-2.0 + 0.5))
+
+
+def test_weights_round_trip(tmp_path) -> None:
+    scorer = _tiny_scorer()
     path = tmp_path / "w.npz"
     scorer.save(path)
     loaded = annotator.UnitScorer.load(path)
-    x = rng.normal(size=(3, d)).astype(np.float32)
+    x = np.random.default_rng(0).normal(size=(5, 3)).astype(np.float32)
     assert np.array_equal(loaded.scores(x), scorer.scores(x))
+    assert np.array_equal(loaded.presence_from_spans, scorer.presence_from_spans)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["w.npz"]
+
+
+def test_lightgbm_export_matches_lightgbm() -> None:
+    lgb = pytest.importorskip("lightgbm")
+    rng = np.random.default_rng(1)
+    x = rng.normal(size=(400, 6)).astype(np.float32)
+    dumps, probs = [], []
+    for j in range(len(Category)):
+        y = (x[:, j % 6] + 0.5 * x[:, (j + 1) % 6] > 0).astype(int)
+        model = lgb.LGBMClassifier(n_estimators=20, num_leaves=7, n_jobs=1, verbose=-1).fit(x, y)
+        dumps.append(model.booster_.dump_model())
+        probs.append(model.predict_proba(x)[:, 1])
+    k = len(Category)
+    scorer = annotator.UnitScorer(
+        **annotator.trees_from_lightgbm(dumps), unit_threshold=np.zeros(k), presence_coef=np.zeros((k, 5)),
+        presence_bias=np.zeros(k), presence_threshold=np.zeros(k), presence_from_spans=np.zeros(k, np.int32),
+    )
+    assert np.abs(scorer.scores(x) - np.stack(probs, axis=1)).max() < 1e-5
+
+
+def test_fill_joins_units_of_one_group_only() -> None:
+    groups = np.array([0, 0, 0, 0, 1, 1])
+    tagged = np.array([True, False, False, True, False, True])
+    assert annotator.fill_groups(groups, tagged).tolist() == [True, True, True, True, False, True]
+    assert annotator.fill_groups(groups, np.array([False, True, False, False, True, False])).tolist() == [
+        False, True, False, False, True, False]
+
+
+TEMPLATE_ISSUE = """Widget resize loses the aspect ratio
+
+<!-- Before filing, read the guide at https://example.org/guide/contributing.html and search
+the tracker. -->
+
+Resizing a widget with `keep_ratio=True` stretches it anyway.
+"""
+
+LONG_SNIPPET_ISSUE = """Sorting a table by two columns ignores the second column
+
+To reproduce, run:
+
+```python
+from tablekit import Table
+t = Table(rows=[(1, "b"), (1, "a"), (0, "c")])
+t.sort_by("first", "second")
+print(t.rows)
+```
+"""
+
+
+def test_link_in_template_comment_is_an_external_reference(backend: str) -> None:
+    refs = _spans(_annotate(TEMPLATE_ISSUE), Category.EXTERNAL_REFS)
+    assert "https://example.org/guide/contributing.html" in refs, refs
+    units = annotator.segment(TEMPLATE_ISSUE)
+    assert [u.text for u in units if u.kind == "comment"] == ["https://example.org/guide/contributing.html"]
+
+
+def test_code_block_is_one_reproduction_span() -> None:
+    if not annotator.WEIGHTS.is_file():
+        pytest.skip("annotator_weights.npz not shipped")
+    spans = _spans(_annotate(LONG_SNIPPET_ISSUE), Category.REPRODUCTION)
+    code = [s for s in spans if "Table(rows=" in s]
+    assert len(code) == 1, spans  # one span for the block, not one per line
+    assert "from tablekit import Table" in code[0] and code[0].endswith("print(t.rows)"), spans
 
 
 def _benchmark():

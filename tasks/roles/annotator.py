@@ -4,7 +4,8 @@ Local backend (deterministic):
 
 1. **Segment** the issue into units: one unit per non-blank line inside code blocks (fenced, indented or REPL),
    with a traceback kept whole and a REPL prompt kept together with its output; sentences in prose (list items
-   and short "key: value" lines on their own); headings; HTML template comments are skipped.
+   and short "key: value" lines on their own); headings; HTML template comments are skipped except for the links
+   inside them (one ``comment`` unit per URL).
 2. **Classify** every unit, possibly into several categories. Code lines are Reproduction Steps, program output
    and tracebacks Error Information, unless the section heading ("Expected outcome", "Versions", "Proposed fix")
    or the lead-in line before the block ("The fix could be:") says otherwise. Prose units get categories from
@@ -19,10 +20,13 @@ A category is ``present`` when it has at least one span.
 Learned unit scorer (on by default when ``annotator_weights.npz`` sits next to this module; without the file the
 annotator is the rules above). Every unit gets features (:func:`unit_features`: the rules' tags and signals, unit
 kind, heading and lead-in context, neighbours' tags, position, prototype cosines and the MiniLM embedding of prose
-units); one logistic regression per category scores it, a unit is tagged when its score reaches the category's unit
-threshold, and a category is present when a small issue-level regression over its unit scores says so (a present
-category keeps at least its best unit). The shipped weights were trained by ``benchmarks/train_annotator.py`` on
-all 496 annotated rows of the CLARITI workbook (``category_mapping`` spans located in ``original issue``), with
+units); one gradient-boosted tree ensemble per category (trained with LightGBM, stored and evaluated as plain numpy
+arrays) scores it, and a unit is tagged when its score reaches the category's unit threshold. Tagged units are then
+filled within their paragraph or code block (every unit between two tagged units of the same group is tagged too) and
+merged, so one region gives one span rather than fragments. A category is present when a small issue-level
+regression over its unit scores says so (a present category keeps at least its best unit), or, where the training
+folds preferred it, when it has a tagged unit. The shipped weights were trained by ``benchmarks/train_annotator.py``
+on all 496 annotated rows of the CLARITI workbook (``category_mapping`` spans located in ``original issue``), with
 thresholds from an inner 4-fold split; the file holds numbers only. Its honest figures are the issue-level 5-fold
 cross-validated ones printed by that script and by ``benchmarks/annotator_fidelity.py``.
 
@@ -131,7 +135,8 @@ class Unit:
     start: int
     end: int
     kind: str
-    """``prose``, ``title``, ``heading``, ``code``, ``output``, ``traceback``, ``diff``."""
+    """``prose``, ``title``, ``heading``, ``code``, ``output``, ``exchange``, ``traceback``, ``diff``, ``comment``
+    (a link inside an HTML template comment)."""
     text: str = ""
     cats: set[Category] = field(default_factory=set)
     block: int = -1
@@ -285,6 +290,19 @@ def _prose_units(text: str, start: int, end: int, kind: str = "prose") -> list[U
     return units
 
 
+def _comment_links(text: str, start: int, end: int) -> list[Unit]:
+    """One ``comment`` unit per URL inside an HTML template comment (the rest of a comment is skipped)."""
+    units = []
+    for m in _URL.finditer(text, start, end):
+        link_end = m.end()
+        while link_end > m.start() and text[link_end - 1] in ".,;:)>\"'":
+            link_end -= 1
+        unit = _unit(text, m.start(), link_end, "comment")
+        if unit:
+            units.append(unit)
+    return units
+
+
 def _hard_break(prev: str, nxt: str) -> bool:
     prev, nxt = prev.rstrip(), nxt.strip()
     return (
@@ -332,6 +350,7 @@ def segment(text: str) -> list[Unit]:
         s, e = lines[i]
         line = text[s:e]
         if in_comment:
+            units.extend(_comment_links(text, s, e))
             if _COMMENT_CLOSE.search(line):
                 in_comment = False
             i += 1
@@ -341,11 +360,13 @@ def segment(text: str) -> list[Unit]:
             before = line[: line.find("<!--")]
             if before.strip():
                 units.extend(_prose_units(text, s, s + len(before)))
+            units.extend(_comment_links(text, s + len(before), e))
             in_comment = True
             i += 1
             continue
         if _COMMENT_OPEN.search(line) and line.strip().startswith("<!--") and line.strip().endswith("-->"):
             flush()
+            units.extend(_comment_links(text, s, e))
             i += 1
             continue
         fence = _FENCE.match(line)
@@ -728,6 +749,9 @@ def _classify(units: list[Unit], sims: np.ndarray) -> None:
             unit.cats = {section} if section else set()
             lead, lead_block = None, -1
             continue
+        if unit.kind == "comment":
+            unit.cats = {L}
+            continue
         if _BOILERPLATE.search(unit.text):
             unit.cats = set()
             continue
@@ -773,8 +797,8 @@ def _merge(text: str, units: list[Unit], cats: Sequence[set[Category]]) -> list[
 # ---- learned unit scorer --------------------------------------------------------------------------------------------
 
 WEIGHTS = Path(__file__).with_name("annotator_weights.npz")
-FEATURE_VERSION = 1
-_KINDS = ("prose", "title", "heading", "code", "output", "exchange", "traceback", "diff")
+FEATURE_VERSION = 2
+_KINDS = ("prose", "title", "heading", "code", "output", "exchange", "traceback", "diff", "comment")
 _FLAGS: tuple[re.Pattern, ...] = (
     _BOILERPLATE, _TRACEBACK_LINE, _ASSERT, _URL, _REF, _VERSION_LINE, _VERSION, _PATH, _COMMENT_EXPECTED,
     _COMMENT_ERROR, _CODEISH, _ERROR_LINE, _SHELL, re.compile(r":\s*$"), re.compile(r"`[^`]+`"),
@@ -829,37 +853,71 @@ def unit_features(units: list[Unit], sims: np.ndarray, vecs: np.ndarray) -> np.n
 
 @dataclass(frozen=True)
 class UnitScorer:
-    """One logistic regression per category over standardised unit features, plus two thresholds per category."""
+    """Per category a gradient-boosted tree ensemble over unit features, and the thresholds that turn its scores into
+    spans and presence.
 
-    mean: np.ndarray
-    scale: np.ndarray
-    coef: np.ndarray
-    """(6, n_features)"""
-    bias: np.ndarray
+    The trees are stored flat (numbers only): node ``k`` sends a row to ``left[k]`` when ``feature_value <=
+    threshold[k]`` and to ``right[k]`` otherwise; a leaf has ``feature[k] == -1`` and adds ``value[k]`` to the raw
+    score of its tree's category (``tree_category``); ``roots`` are the trees' root nodes. The probability is the
+    sigmoid of the summed raw score.
+    """
+
+    feature: np.ndarray
+    threshold: np.ndarray
+    left: np.ndarray
+    right: np.ndarray
+    value: np.ndarray
+    roots: np.ndarray
+    tree_category: np.ndarray
     unit_threshold: np.ndarray
-    """A unit is tagged with a category when its probability reaches this."""
+    """A unit is tagged with a category when its probability reaches this (before filling, see :func:`fill_groups`)."""
     presence_coef: np.ndarray
     """(6, n_presence_features): per category a logistic regression over :func:`presence_features`."""
     presence_bias: np.ndarray
     presence_threshold: np.ndarray
     """A category is present when its presence probability reaches this."""
+    presence_from_spans: np.ndarray
+    """(6,) 1 where presence is simply "has a tagged unit" (chosen on the training folds), 0 for the regression."""
 
     def scores(self, features: np.ndarray) -> np.ndarray:
-        return _sigmoid(((features - self.mean) / self.scale) @ self.coef.T + self.bias)
+        """(n_units, 6) probabilities."""
+        x = np.asarray(features, dtype=np.float64)
+        n_cats = len(ORDER)
+        raw = np.zeros((len(x), n_cats), dtype=np.float64)
+        if not len(x) or not len(self.roots):
+            return _sigmoid(raw)
+        feature = self.feature.astype(np.int64)
+        leaf = feature < 0
+        safe_feature = np.where(leaf, 0, feature)
+        onehot = np.zeros((len(self.roots), n_cats), dtype=np.float64)
+        onehot[np.arange(len(self.roots)), self.tree_category.astype(np.int64)] = 1.0
+        for lo in range(0, len(x), 512):
+            rows = x[lo : lo + 512]
+            node = np.broadcast_to(self.roots.astype(np.int64), (len(rows), len(self.roots))).copy()
+            r = np.arange(len(rows))[:, None]
+            while True:
+                inner = ~leaf[node]
+                if not inner.any():
+                    break
+                go_left = rows[r, safe_feature[node]] <= self.threshold[node]
+                node = np.where(inner, np.where(go_left, self.left[node], self.right[node]), node)
+            raw[lo : lo + 512] = self.value[node] @ onehot
+        return _sigmoid(raw)
 
     def presence(self, units: list[Unit], scores: np.ndarray) -> np.ndarray:
-        """(6,) presence probabilities of one issue."""
+        """(6,) presence probabilities of one issue (the regression's, whatever ``presence_from_spans`` says)."""
         feats = presence_features(units, scores, self.unit_threshold)
         return _sigmoid(np.sum(feats * self.presence_coef, axis=1) + self.presence_bias)
+
+    _FIELDS = ("feature", "threshold", "left", "right", "value", "roots", "tree_category", "unit_threshold",
+               "presence_coef", "presence_bias", "presence_threshold", "presence_from_spans")
+    _INTS = ("feature", "left", "right", "roots", "tree_category", "presence_from_spans")
 
     def save(self, path: Path) -> None:
         """Write the weights atomically (numbers only)."""
         tmp = path.with_name(path.name + ".tmp.npz")
-        np.savez_compressed(
-            tmp, feature_version=np.int64(FEATURE_VERSION), mean=self.mean, scale=self.scale, coef=self.coef,
-            bias=self.bias, unit_threshold=self.unit_threshold, presence_coef=self.presence_coef,
-            presence_bias=self.presence_bias, presence_threshold=self.presence_threshold,
-        )
+        np.savez_compressed(tmp, feature_version=np.int64(FEATURE_VERSION),
+                            **{k: getattr(self, k) for k in self._FIELDS})
         tmp.replace(path)
 
     @classmethod
@@ -867,17 +925,79 @@ class UnitScorer:
         from tasks.errors import InputError
 
         with np.load(path, allow_pickle=False) as data:
-            if int(data["feature_version"]) != FEATURE_VERSION:
-                raise InputError(path, f"weights are for feature version {int(data['feature_version'])}, "
+            if "feature_version" not in data.files or int(data["feature_version"]) != FEATURE_VERSION:
+                found = int(data["feature_version"]) if "feature_version" in data.files else "unknown"
+                raise InputError(path, f"weights are for feature version {found}, "
                                        f"this code builds version {FEATURE_VERSION}", field="feature_version")
-            arrays = {k: np.asarray(data[k], dtype=np.float32) for k in
-                      ("mean", "scale", "coef", "bias", "unit_threshold", "presence_coef", "presence_bias",
-                       "presence_threshold")}
+            arrays = {k: np.asarray(data[k], dtype=np.int32 if k in cls._INTS else np.float64) for k in cls._FIELDS}
         return cls(**arrays)
+
+
+def trees_from_lightgbm(dumps: Sequence[dict]) -> dict[str, np.ndarray]:
+    """Flatten the ``Booster.dump_model()`` of each category (in ``ORDER``) into :class:`UnitScorer`'s tree arrays.
+
+    Only numerical ``<=`` splits are supported (unit features are finite numbers, never missing)."""
+    feature, threshold, left, right, value, roots, tree_category = [], [], [], [], [], [], []
+
+    def add(node: dict) -> int:
+        k = len(feature)
+        feature.append(-1)
+        threshold.append(0.0)
+        left.append(k)
+        right.append(k)
+        value.append(0.0)
+        if "leaf_value" in node:
+            value[k] = float(node["leaf_value"])
+            return k
+        if node.get("decision_type", "<=") != "<=":
+            raise ValueError(f"unsupported split {node.get('decision_type')!r}")
+        feature[k] = int(node["split_feature"])
+        threshold[k] = float(node["threshold"])
+        left[k] = add(node["left_child"])
+        right[k] = add(node["right_child"])
+        return k
+
+    for j, dump in enumerate(dumps):
+        for tree in dump["tree_info"]:
+            roots.append(add(tree["tree_structure"]))
+            tree_category.append(j)
+    ints = lambda a: np.asarray(a, dtype=np.int32)  # noqa: E731
+    return {"feature": ints(feature), "threshold": np.asarray(threshold, dtype=np.float64),
+            "left": ints(left), "right": ints(right), "value": np.asarray(value, dtype=np.float64),
+            "roots": ints(roots), "tree_category": ints(tree_category)}
 
 
 def _sigmoid(z: np.ndarray) -> np.ndarray:
     return (1.0 / (1.0 + np.exp(-np.clip(z, -30, 30)))).astype(np.float32)
+
+
+def unit_groups(text: str, units: list[Unit]) -> np.ndarray:
+    """Group index of each unit: consecutive units of one code block, or consecutive sentences of one prose paragraph
+    (no blank line between them), share a group."""
+    out = np.zeros(len(units), dtype=np.int64)
+    gid = 0
+    for k in range(1, len(units)):
+        a, b = units[k - 1], units[k]
+        same_block = b.block >= 0 and b.block == a.block
+        same_paragraph = (a.block < 0 and b.block < 0 and b.kind == "prose" and a.kind in ("prose", "title")
+                          and not re.search(r"\n[ \t]*\r?\n", text[a.end : b.start]))
+        if not (same_block or same_paragraph):
+            gid += 1
+        out[k] = gid
+    return out
+
+
+def fill_groups(groups: np.ndarray, tagged: np.ndarray) -> np.ndarray:
+    """Tag every unit between two tagged units of the same group, so that one region of a code block or paragraph
+    becomes one span instead of fragments. ``tagged`` is (n_units,) or (n_units, n_categories) bool."""
+    tagged = np.array(tagged, dtype=bool, copy=True)
+    cols = tagged if tagged.ndim == 2 else tagged[:, None]
+    for j in range(cols.shape[1]):
+        idx = np.flatnonzero(cols[:, j])
+        for a, b in zip(idx, idx[1:]):
+            if b > a + 1 and groups[a] == groups[b]:
+                cols[a:b, j] = True
+    return tagged
 
 
 def presence_features(units: list[Unit], scores: np.ndarray, unit_threshold: np.ndarray) -> np.ndarray:
@@ -945,22 +1065,29 @@ def rules_annotation(prepared: Prepared) -> Annotation:
     return Annotation(spans=_merge(prepared.text, prepared.units, cats), present=present)
 
 
-def scored_annotation(prepared: Prepared, scorer: UnitScorer) -> Annotation:
-    """Units whose probability reaches the category's unit threshold, for the categories judged present.
+def scored_annotation(prepared: Prepared, scorer: UnitScorer, scores: np.ndarray | None = None) -> Annotation:
+    """Units whose probability reaches the category's unit threshold, filled within their paragraph or code block
+    (:func:`fill_groups`) and merged into spans, for the categories judged present.
 
-    A present category with no unit over its threshold keeps its single best unit, so that present <=> has spans.
+    Presence is "has a tagged unit" where ``presence_from_spans`` says so, else the issue-level regression; a category
+    the regression calls present with no unit over its threshold keeps its single best unit (present <=> has spans).
     """
-    cats: list[set[Category]] = [set() for _ in prepared.units]
-    present = []
     if not prepared.units:
         return Annotation()
-    scores = scorer.scores(prepared.features)
+    if scores is None:
+        scores = scorer.scores(prepared.features)
     presence = scorer.presence(prepared.units, scores)
+    tagged = fill_groups(unit_groups(prepared.text, prepared.units), scores >= scorer.unit_threshold[None, :])
+    cats: list[set[Category]] = [set() for _ in prepared.units]
+    present = []
     for j, cat in enumerate(ORDER):
-        if float(presence[j]) < float(scorer.presence_threshold[j]):
+        if scorer.presence_from_spans[j]:
+            if not tagged[:, j].any():
+                continue
+        elif float(presence[j]) < float(scorer.presence_threshold[j]):
             continue
         present.append(cat)
-        hits = np.flatnonzero(scores[:, j] >= scorer.unit_threshold[j])
+        hits = np.flatnonzero(tagged[:, j])
         for k in hits if len(hits) else [int(np.argmax(scores[:, j]))]:
             cats[k].add(cat)
     return Annotation(spans=_merge(prepared.text, prepared.units, cats), present=present)
