@@ -33,6 +33,11 @@ def healthy(api_url: str, timeout: float = 1.0) -> bool:
 
 
 def _pid_alive(pid: int) -> bool:
+    try:  # a server this process started stays a zombie (and answers kill 0) until it is reaped
+        if os.waitpid(pid, os.WNOHANG)[0] == pid:
+            return False
+    except ChildProcessError:
+        pass  # not our child: kill 0 below tells
     try:
         os.kill(pid, 0)
     except (ProcessLookupError, PermissionError):

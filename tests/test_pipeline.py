@@ -29,6 +29,21 @@ def test_flow_help_is_fast(project):
         assert time.monotonic() - started < 2.0, module
 
 
+def test_an_exited_server_child_is_not_alive():
+    """stop() waits until the server is gone; a child that exited but was not reaped yet must count as gone."""
+    from tasks.prefect_server import _pid_alive
+
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        with open(f"/proc/{proc.pid}/stat") as stat:
+            if stat.read().split(")")[-1].split()[0] == "Z":
+                break  # exited, not reaped: kill(pid, 0) still succeeds here
+        time.sleep(0.05)
+    assert not _pid_alive(proc.pid)
+    assert not _pid_alive(proc.pid)  # already reaped: still gone
+
+
 def test_pipeline_flow_runs_the_dag_then_dvc_is_a_noop(project, prefect_api):
     order = python(project, "-m", "flows.pipeline", "--list").stdout.split()
     assert order == ["construct@analytics", "construct@optimization", "construct@swe", "shap", "sft_data", "sft",
