@@ -18,17 +18,20 @@ Local backend (deterministic):
 A category is ``present`` when it has at least one span.
 
 Learned unit scorer (on by default when ``annotator_weights.npz`` sits next to this module; without the file the
-annotator is the rules above). Every unit gets features (:func:`unit_features`: the rules' tags and signals, unit
-kind, heading and lead-in context, neighbours' tags, position, prototype cosines and the MiniLM embedding of prose
-units); one gradient-boosted tree ensemble per category (trained with LightGBM, stored and evaluated as plain numpy
-arrays) scores it, and a unit is tagged when its score reaches the category's unit threshold. Tagged units are then
+annotator is the rules above). Every unit gets features (:func:`unit_features`: the rules' tags and signals, unit kind,
+heading and lead-in context, neighbours' tags, position, prototype cosines and the MiniLM embedding of prose units) and
+a hashed bag of its tokens (:func:`hashed_text`). Per category, a gradient-boosted tree ensemble over the features
+(trained with LightGBM, stored and evaluated as plain numpy arrays) and a logistic regression over the hashed text each
+score the unit; the score is their even blend. A unit is tagged when its score reaches the category's threshold and a
+share of the issue's best score for it (:func:`unit_tags`). The thresholds are recall-first: the best span precision at
+span recall >= 0.82 on inner folds, because a span the annotator misses stays in a masked issue. Tagged units are then
 filled within their paragraph or code block (every unit between two tagged units of the same group is tagged too) and
-merged, so one region gives one span rather than fragments. A category is present when a small issue-level
-regression over its unit scores says so (a present category keeps at least its best unit), or, where the training
-folds preferred it, when it has a tagged unit. The shipped weights were trained by ``benchmarks/train_annotator.py``
-on all 496 annotated rows of the CLARITI workbook (``category_mapping`` spans located in ``original issue``), with
-thresholds from an inner 4-fold split; the file holds numbers only. Its honest figures are the issue-level 5-fold
-cross-validated ones printed by that script and by ``benchmarks/annotator_fidelity.py``.
+merged, so one region gives one span rather than fragments. Presence follows the rule the training folds preferred per
+category: always present, "has a tagged unit", or a small issue-level regression over its unit scores (a present
+category keeps at least its best unit). The shipped weights were trained by ``benchmarks/train_annotator.py`` on all 496
+annotated rows of the CLARITI workbook (``category_mapping`` spans located in ``original issue``), with thresholds from
+an inner 4-fold split; the file holds numbers only. Its honest figures are the issue-level 5-fold cross-validated ones
+printed by that script and by ``benchmarks/annotator_fidelity.py``.
 
 The LLM backend's answers go through :func:`verbatim_spans`, which drops any span not found in the issue.
 """
@@ -797,7 +800,7 @@ def _merge(text: str, units: list[Unit], cats: Sequence[set[Category]]) -> list[
 # ---- learned unit scorer --------------------------------------------------------------------------------------------
 
 WEIGHTS = Path(__file__).with_name("annotator_weights.npz")
-FEATURE_VERSION = 2
+FEATURE_VERSION = 3
 _KINDS = ("prose", "title", "heading", "code", "output", "exchange", "traceback", "diff", "comment")
 _FLAGS: tuple[re.Pattern, ...] = (
     _BOILERPLATE, _TRACEBACK_LINE, _ASSERT, _URL, _REF, _VERSION_LINE, _VERSION, _PATH, _COMMENT_EXPECTED,
@@ -851,6 +854,75 @@ def unit_features(units: list[Unit], sims: np.ndarray, vecs: np.ndarray) -> np.n
     return np.hstack([hand, rule, prev, nxt, block_any, *around, sims, vecs.astype(np.float32)])
 
 
+TEXT_BITS = 16
+"""The unit text model hashes tokens into ``2 ** TEXT_BITS`` buckets (CRC-32, the same on every run and machine)."""
+TEXT_WEIGHT = 0.5
+"""A unit's score is ``(1 - TEXT_WEIGHT) * trees + TEXT_WEIGHT * text model`` (fixed, not tuned)."""
+_WORD = re.compile(r"\w+")
+
+
+@dataclass(frozen=True)
+class HashedText:
+    """Hashed bag of tokens of each unit, as CSR arrays: row ``k`` is ``indices/values[indptr[k]:indptr[k + 1]]``."""
+
+    indptr: np.ndarray
+    indices: np.ndarray
+    values: np.ndarray
+
+    @property
+    def rows(self) -> int:
+        return len(self.indptr) - 1
+
+
+def _unit_tokens(units: list[Unit], k: int) -> list[str]:
+    """Kind, section, words, word bigrams and character 3- and 4-grams of each word of unit k (lower-cased), and the
+    kind and words of its neighbours (prefixed)."""
+    unit = units[k]
+    text = unit.text[:2000].lower()
+    words = _WORD.findall(text)
+    tokens = [f"k:{unit.kind}", f"s:{unit.section.key if unit.section else '-'}", *words]
+    tokens += [f"{a} {b}" for a, b in zip(words, words[1:])]
+    for word in text.split():
+        padded = f" {word} "
+        for n in (3, 4):
+            tokens += [f"c{padded[i : i + n]}" for i in range(len(padded) - n + 1)]
+    for prefix, j in (("p:", k - 1), ("n:", k + 1)):
+        if 0 <= j < len(units):
+            tokens += [prefix + w for w in _WORD.findall(units[j].text[:500].lower())] + [f"k{prefix}{units[j].kind}"]
+    return tokens
+
+
+def hashed_text(units: list[Unit]) -> HashedText:
+    """Sublinear term counts (1 + log tf) of :func:`_unit_tokens`, hashed into ``2 ** TEXT_BITS`` buckets, each row
+    L2-normalised."""
+    import zlib
+
+    mask = (1 << TEXT_BITS) - 1
+    indptr, indices, values = [0], [], []
+    for k in range(len(units)):
+        counts: dict[int, int] = {}
+        for token in _unit_tokens(units, k):
+            h = zlib.crc32(token.encode("utf-8")) & mask
+            counts[h] = counts.get(h, 0) + 1
+        idx = np.fromiter(counts.keys(), dtype=np.int32, count=len(counts))
+        val = 1.0 + np.log(np.fromiter(counts.values(), dtype=np.float64, count=len(counts)))
+        norm = float(np.linalg.norm(val))
+        indices.append(idx)
+        values.append((val / norm if norm else val).astype(np.float32))
+        indptr.append(indptr[-1] + len(counts))
+    cat = lambda parts, dtype: np.concatenate(parts).astype(dtype) if parts else np.zeros(0, dtype)  # noqa: E731
+    return HashedText(np.asarray(indptr, dtype=np.int64), cat(indices, np.int32), cat(values, np.float32))
+
+
+def unit_tags(scores: np.ndarray, threshold: np.ndarray, relative: np.ndarray) -> np.ndarray:
+    """(n_units, n_categories) bool: a unit is tagged with c when its score reaches c's threshold and
+    ``relative[c]`` times the issue's best score for c."""
+    scores = np.asarray(scores)
+    if not len(scores):
+        return np.zeros(scores.shape, dtype=bool)
+    return (scores >= threshold[None, :]) & (scores >= relative[None, :] * scores.max(axis=0, keepdims=True))
+
+
 @dataclass(frozen=True)
 class UnitScorer:
     """Per category a gradient-boosted tree ensemble over unit features, and the thresholds that turn its scores into
@@ -869,18 +941,39 @@ class UnitScorer:
     value: np.ndarray
     roots: np.ndarray
     tree_category: np.ndarray
+    text_coef: np.ndarray
+    """(6, 2 ** TEXT_BITS) per category the logistic-regression weights of the hashed unit text (:func:`hashed_text`)."""
+    text_bias: np.ndarray
     unit_threshold: np.ndarray
-    """A unit is tagged with a category when its probability reaches this (before filling, see :func:`fill_groups`)."""
+    """A unit is tagged with a category when its score reaches this (before filling, see :func:`fill_groups`)..."""
+    unit_relative: np.ndarray
+    """... and this share of the issue's best score for the category (:func:`unit_tags`)."""
     presence_coef: np.ndarray
     """(6, n_presence_features): per category a logistic regression over :func:`presence_features`."""
     presence_bias: np.ndarray
     presence_threshold: np.ndarray
-    """A category is present when its presence probability reaches this."""
+    """A category is present when its presence probability reaches this (0: always present)."""
     presence_from_spans: np.ndarray
     """(6,) 1 where presence is simply "has a tagged unit" (chosen on the training folds), 0 for the regression."""
 
-    def scores(self, features: np.ndarray) -> np.ndarray:
-        """(n_units, 6) probabilities."""
+    def scores(self, features: np.ndarray, text: HashedText | None = None) -> np.ndarray:
+        """(n_units, 6) scores: the trees' probabilities, blended with the text model's when ``text`` is given."""
+        trees = self.tree_scores(features)
+        if text is None:
+            return trees
+        return ((1.0 - TEXT_WEIGHT) * trees + TEXT_WEIGHT * self.text_scores(text)).astype(np.float32)
+
+    def text_scores(self, text: HashedText) -> np.ndarray:
+        """(n_units, 6) probabilities of the hashed-text logistic regression."""
+        raw = np.zeros((text.rows, len(ORDER)), dtype=np.float64)
+        if len(text.indices):
+            contrib = self.text_coef[:, text.indices].T.astype(np.float64) * text.values[:, None]
+            nonempty = np.diff(text.indptr) > 0  # reduceat needs non-empty segments
+            raw[nonempty] = np.add.reduceat(contrib, text.indptr[:-1][nonempty], axis=0)
+        return _sigmoid(raw + self.text_bias[None, :])
+
+    def tree_scores(self, features: np.ndarray) -> np.ndarray:
+        """(n_units, 6) probabilities of the tree ensembles."""
         x = np.asarray(features, dtype=np.float64)
         n_cats = len(ORDER)
         raw = np.zeros((len(x), n_cats), dtype=np.float64)
@@ -909,15 +1002,17 @@ class UnitScorer:
         feats = presence_features(units, scores, self.unit_threshold)
         return _sigmoid(np.sum(feats * self.presence_coef, axis=1) + self.presence_bias)
 
-    _FIELDS = ("feature", "threshold", "left", "right", "value", "roots", "tree_category", "unit_threshold",
-               "presence_coef", "presence_bias", "presence_threshold", "presence_from_spans")
+    _FIELDS = ("feature", "threshold", "left", "right", "value", "roots", "tree_category", "text_coef", "text_bias",
+               "unit_threshold", "unit_relative", "presence_coef", "presence_bias", "presence_threshold",
+               "presence_from_spans")
     _INTS = ("feature", "left", "right", "roots", "tree_category", "presence_from_spans")
 
     def save(self, path: Path) -> None:
         """Write the weights atomically (numbers only)."""
         tmp = path.with_name(path.name + ".tmp.npz")
-        np.savez_compressed(tmp, feature_version=np.int64(FEATURE_VERSION),
-                            **{k: getattr(self, k) for k in self._FIELDS})
+        arrays = {k: getattr(self, k) for k in self._FIELDS}
+        arrays["text_coef"] = np.asarray(self.text_coef, dtype=np.float16)  # halves the file; scores move < 1e-3
+        np.savez_compressed(tmp, feature_version=np.int64(FEATURE_VERSION), **arrays)
         tmp.replace(path)
 
     @classmethod
@@ -929,7 +1024,11 @@ class UnitScorer:
                 found = int(data["feature_version"]) if "feature_version" in data.files else "unknown"
                 raise InputError(path, f"weights are for feature version {found}, "
                                        f"this code builds version {FEATURE_VERSION}", field="feature_version")
+            missing = [k for k in cls._FIELDS if k not in data.files]
+            if missing:
+                raise InputError(path, "weights file lacks arrays", field=missing[0])
             arrays = {k: np.asarray(data[k], dtype=np.int32 if k in cls._INTS else np.float64) for k in cls._FIELDS}
+            arrays["text_coef"] = np.asarray(data["text_coef"], dtype=np.float32)
         return cls(**arrays)
 
 
@@ -1034,6 +1133,7 @@ class Prepared:
     text: str
     units: list[Unit]
     features: np.ndarray
+    hashed: HashedText
 
 
 def prepare_batch(inputs: Sequence[AnnotateInput]) -> list[Prepared]:
@@ -1055,7 +1155,7 @@ def prepare_batch(inputs: Sequence[AnnotateInput]) -> list[Prepared]:
                 sims[k] = sims_all[index[_embed_text(unit)]]
                 vecs[k] = vecs_all[index[_embed_text(unit)]]
         _classify(units, sims)
-        out.append(Prepared(inp.text, units, unit_features(units, sims, vecs)))
+        out.append(Prepared(inp.text, units, unit_features(units, sims, vecs), hashed_text(units)))
     return out
 
 
@@ -1066,7 +1166,7 @@ def rules_annotation(prepared: Prepared) -> Annotation:
 
 
 def scored_annotation(prepared: Prepared, scorer: UnitScorer, scores: np.ndarray | None = None) -> Annotation:
-    """Units whose probability reaches the category's unit threshold, filled within their paragraph or code block
+    """Units whose score passes the category's :func:`unit_tags` rule, filled within their paragraph or code block
     (:func:`fill_groups`) and merged into spans, for the categories judged present.
 
     Presence is "has a tagged unit" where ``presence_from_spans`` says so, else the issue-level regression; a category
@@ -1075,9 +1175,10 @@ def scored_annotation(prepared: Prepared, scorer: UnitScorer, scores: np.ndarray
     if not prepared.units:
         return Annotation()
     if scores is None:
-        scores = scorer.scores(prepared.features)
+        scores = scorer.scores(prepared.features, prepared.hashed)
     presence = scorer.presence(prepared.units, scores)
-    tagged = fill_groups(unit_groups(prepared.text, prepared.units), scores >= scorer.unit_threshold[None, :])
+    tagged = fill_groups(unit_groups(prepared.text, prepared.units),
+                         unit_tags(scores, scorer.unit_threshold, scorer.unit_relative))
     cats: list[set[Category]] = [set() for _ in prepared.units]
     present = []
     for j, cat in enumerate(ORDER):
