@@ -1,6 +1,6 @@
 """Train the annotator's learned unit scorer on the CLARITI workbook and write ``tasks/roles/annotator_weights.npz``.
 
-    .venv/bin/python benchmarks/train_annotator.py [--data ../shared/data/clariti/data.xlsx] [--cv-only]
+    .venv/bin/python benchmarks/train_annotator.py [--data ../shared/data/clariti/data.xlsx] [--cv-only] [--seed N]
 
 Rows. Every unit the annotator's segmentation cuts from an annotated issue is one row: its features are those of
 ``tasks.roles.annotator.unit_features`` (rule tags and signals, unit kind, heading and lead-in context, neighbours'
@@ -86,7 +86,7 @@ def issue_folds(n: int, k: int, seed: int) -> np.ndarray:
     return folds
 
 
-def _fit_trees(x: np.ndarray, y: np.ndarray) -> dict[str, np.ndarray]:
+def _fit_trees(x: np.ndarray, y: np.ndarray, seed: int = SEED) -> dict[str, np.ndarray]:
     """One LightGBM binary classifier per category; their trees as UnitScorer arrays."""
     import lightgbm as lgb
     from tasks.roles.annotator import trees_from_lightgbm
@@ -96,7 +96,7 @@ def _fit_trees(x: np.ndarray, y: np.ndarray) -> dict[str, np.ndarray]:
         if y[:, j].min() == y[:, j].max():
             dumps.append({"tree_info": [{"tree_structure": {"leaf_value": 30.0 if y[0, j] else -30.0}}]})
             continue
-        model = lgb.LGBMClassifier(**GBM, n_jobs=1, random_state=SEED, deterministic=True, verbose=-1)
+        model = lgb.LGBMClassifier(**GBM, n_jobs=1, random_state=seed, deterministic=True, verbose=-1)
         model.fit(x, y[:, j])
         dumps.append(model.booster_.dump_model())
     return trees_from_lightgbm(dumps)
@@ -129,8 +129,8 @@ def _fit_text(prepared, labels, rows) -> dict[str, np.ndarray]:
     return {"text_coef": coef, "text_bias": bias}
 
 
-def _fit_models(prepared, labels, rows) -> dict[str, np.ndarray]:
-    return {**_fit_trees(*_stack(prepared, labels, rows)), **_fit_text(prepared, labels, rows)}
+def _fit_models(prepared, labels, rows, seed: int = SEED) -> dict[str, np.ndarray]:
+    return {**_fit_trees(*_stack(prepared, labels, rows), seed=seed), **_fit_text(prepared, labels, rows)}
 
 
 def _scorer(models: dict[str, np.ndarray], unit_threshold=None, pcoef=None, pbias=None, pthreshold=None,
@@ -306,16 +306,16 @@ def _stack(prepared, labels, rows):
     return x, y
 
 
-def fit_scorer(prepared, labels, presence, rows, geoms):
+def fit_scorer(prepared, labels, presence, rows, geoms, seed: int = SEED):
     """A UnitScorer trained on ``rows`` (issue indices), thresholds and presence from an inner split of those rows."""
     from tasks.roles.annotator import presence_features, unit_tags
 
     rows = np.asarray(rows)
-    inner = issue_folds(len(rows), INNER_FOLDS, SEED + 1)
+    inner = issue_folds(len(rows), INNER_FOLDS, seed + 1)
     oof_units: list[np.ndarray] = [None] * len(rows)  # type: ignore[list-item]
     for f in range(INNER_FOLDS):
         train, test = rows[inner != f], np.flatnonzero(inner == f)
-        scorer = _scorer(_fit_models(prepared, labels, train))
+        scorer = _scorer(_fit_models(prepared, labels, train, seed))
         for t in test:
             oof_units[t] = scorer.scores(prepared[rows[t]].features, prepared[rows[t]].hashed)
     n_cats = labels[0].shape[1]
@@ -325,7 +325,7 @@ def fit_scorer(prepared, labels, presence, rows, geoms):
     pcoef, pbias, presence_threshold, from_spans = _fit_presence(
         [presence_features(prepared[k].units, sc, unit_threshold) for k, sc in zip(rows, oof_units)], presence[rows],
         np.array([unit_tags(sc, unit_threshold, unit_relative).any(axis=0) for sc in oof_units]), inner)
-    return _scorer(_fit_models(prepared, labels, rows), unit_threshold, pcoef, pbias, presence_threshold,
+    return _scorer(_fit_models(prepared, labels, rows, seed), unit_threshold, pcoef, pbias, presence_threshold,
                    from_spans, unit_relative)
 
 
@@ -371,17 +371,17 @@ def _fit_presence(feats: list[np.ndarray], y: np.ndarray, has_spans: np.ndarray,
     return coef, bias, threshold, from_spans
 
 
-def cross_validated_annotations(issues, prepared, labels, presence, geoms):
+def cross_validated_annotations(issues, prepared, labels, presence, geoms, seed: int = SEED):
     """Each issue annotated by a scorer trained on the other folds; also the per-fold thresholds and the out-of-fold
     unit scores."""
     from tasks.roles.annotator import scored_annotation
 
-    folds = issue_folds(len(issues), OUTER_FOLDS, SEED)
+    folds = issue_folds(len(issues), OUTER_FOLDS, seed)
     annotations = [None] * len(issues)
     scores = [None] * len(issues)
     thresholds = []
     for f in range(OUTER_FOLDS):
-        scorer = fit_scorer(prepared, labels, presence, np.flatnonzero(folds != f), geoms)
+        scorer = fit_scorer(prepared, labels, presence, np.flatnonzero(folds != f), geoms, seed)
         thresholds.append({"unit": scorer.unit_threshold.round(3).tolist(),
                            "relative": scorer.unit_relative.round(3).tolist(),
                            "presence": scorer.presence_threshold.round(3).tolist(),
@@ -421,7 +421,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", default=str(DEFAULT_DATA))
     parser.add_argument("--cv-only", action="store_true", help="print the CV figures, do not write the weights")
+    parser.add_argument("--seed", type=int, default=SEED,
+                        help="fold and LightGBM seed (another split for repeated CV; implies --cv-only)")
     args = parser.parse_args(argv)
+    if args.seed != SEED:
+        args.cv_only = True  # the shipped weights are trained with the default seed only
     path = Path(args.data)
     if not path.is_file():
         print(f"workbook not found: {path}", file=sys.stderr)
@@ -441,20 +445,23 @@ def main(argv: list[str] | None = None) -> int:
     prep_s = time.perf_counter() - t0
     rows = list(range(len(issues)))
     t0 = time.perf_counter()
-    cv_annotations, thresholds, cv_scores = cross_validated_annotations(issues, prepared, labels, presence, geoms)
+    cv_annotations, thresholds, cv_scores = cross_validated_annotations(issues, prepared, labels, presence, geoms,
+                                                                        args.seed)
     cv_s = time.perf_counter() - t0
     cv = fidelity.evaluate(issues, cv_annotations, rows, ORDER)
     front = frontier(geoms, cv_scores, fidelity.SPAN_RECALL_TARGET)
-    frontier_plot(front, cv["spans"], FRONTIER_PNG, fidelity.SPAN_RECALL_TARGET, fidelity.SPAN_PRECISION_TARGET)
+    suffix = "" if args.seed == SEED else f"_seed{args.seed}"
+    out, png = OUT.with_stem(OUT.stem + suffix), FRONTIER_PNG.with_stem(FRONTIER_PNG.stem + suffix)
+    frontier_plot(front, cv["spans"], png, fidelity.SPAN_RECALL_TARGET, fidelity.SPAN_PRECISION_TARGET)
     rules = fidelity.evaluate(issues, annotate_prepared(prepared, None), rows, ORDER)
     print(fidelity._table("rules only", rules))
     print()
-    print(fidelity._table(f"learned scorer, issue-level {OUTER_FOLDS}-fold cross-validation", cv))
+    print(fidelity._table(f"learned scorer, issue-level {OUTER_FOLDS}-fold cross-validation, seed {args.seed}", cv))
     n_units = sum(len(p.units) for p in prepared)
     print(f"\nbest span precision any unit rule reaches at recall >= {fidelity.SPAN_RECALL_TARGET} on the out-of-fold "
           f"scores (picked with hindsight: an upper bound): "
           + ", ".join(f"{c} {f['best_precision_at_recall']}" for c, f in front.items())
-          + f"; plot {FRONTIER_PNG.relative_to(ROOT)}")
+          + f"; plot {png.relative_to(ROOT)}")
     print(f"\n{n_units} units from {len(issues)} issues, {prepared[0].features.shape[1]} features; "
           f"prepare {prep_s:.1f} s, cross-validation {cv_s:.1f} s")
     timings = {"prepare_s": round(prep_s, 2), "cv_s": round(cv_s, 2)}
@@ -468,11 +475,12 @@ def main(argv: list[str] | None = None) -> int:
               f"relative {[round(float(t), 2) for t in scorer.unit_relative]}, "
               f"presence thresholds {[round(float(t), 2) for t in scorer.presence_threshold]}, "
               f"presence from spans {scorer.presence_from_spans.tolist()})")
-    OUT.parent.mkdir(parents=True, exist_ok=True)
-    OUT.write_text(json.dumps({"data": str(path), "gbm": GBM, "text_c": TEXT_C, "recall_floor": RECALL_FLOOR, "outer_folds": OUTER_FOLDS, "inner_folds": INNER_FOLDS,
-                               "units": n_units, "timings": timings, "fold_thresholds": thresholds,
-                               "frontier": front,
-                               "rules_only": rules, "cross_validated": cv}, indent=2) + "\n")
+    from tasks.store import atomic_write_text
+
+    atomic_write_text(out, json.dumps({
+        "data": str(path), "seed": args.seed, "gbm": GBM, "text_c": TEXT_C, "recall_floor": RECALL_FLOOR,
+        "outer_folds": OUTER_FOLDS, "inner_folds": INNER_FOLDS, "units": n_units, "timings": timings,
+        "fold_thresholds": thresholds, "frontier": front, "rules_only": rules, "cross_validated": cv}, indent=2) + "\n")
     return 0
 
 

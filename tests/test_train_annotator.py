@@ -62,3 +62,23 @@ def test_presence_rule_selection(train) -> None:
     assert threshold[1] == 0 and from_spans[1] == 0  # always present: the regression does not beat the prior
     assert from_spans[2] == 1  # has a tagged unit
     assert bias[3] == 30.0  # constant label
+
+
+def test_frontier_and_its_plot(train, tmp_path) -> None:
+    scores = [np.tile(np.array([[0.9], [0.3], [0.5], [0.1]]), (1, 6))]
+    front = train.frontier([_Geometry()], scores, 0.8)
+    assert len(front) == 6
+    for f in front.values():
+        assert len(f["points"]) == len(train.GRID) * len(train.RELATIVE_GRID)
+        assert f["best_precision_at_recall"] == round(2 / 3, 4)  # recall 1.0 with units 0, 1, 2 tagged
+    achieved = {cat: {"recall": 0.8, "span_precision": 0.6} for cat in front}
+    a, b = tmp_path / "a.png", tmp_path / "b.png"
+    train.frontier_plot(front, achieved, a, 0.8, 0.7)
+    train.frontier_plot(front, achieved, b, 0.8, 0.7)
+    assert a.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and a.read_bytes() == b.read_bytes()
+
+
+def test_missing_workbook_is_one_line_and_exit_2(train, tmp_path, capsys) -> None:
+    assert train.main(["--data", str(tmp_path / "absent.xlsx")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "absent.xlsx" in err[0]
