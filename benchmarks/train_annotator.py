@@ -15,8 +15,9 @@ so that the annotator needs no LightGBM at run time, and one logistic regression
 their paragraph or code block (``fill_groups``) before they are merged into spans. Per category, on out-of-fold
 scores of an inner 4-fold split of the training issues (never on the issues being scored): the *unit* rule
 (``unit_tags``: a threshold and a share of the issue's best score, chosen for the best span precision at span recall
->= ``RECALL_FLOOR``, fill included), and the presence rule with the best out-of-fold presence F1 there: "always present", "has a tagged unit", or an
-issue-level logistic regression over the unit scores (ties go to the simpler rule).
+>= ``RECALL_FLOOR``, fill included), and the presence rule with the best out-of-fold presence F1 there: "always
+present", "has a tagged unit", or an issue-level logistic regression over the unit scores (ties go to the simpler
+rule).
 
 Evaluation. Issue-level 5-fold cross-validation: each issue is annotated by a model (and thresholds) trained on the
 other four folds; the figures are computed with ``benchmarks/annotator_fidelity.py``'s ``evaluate``. The shipped
@@ -275,10 +276,9 @@ def frontier_plot(front: dict, achieved: dict, path: Path, recall_target: float,
     axes = fig.subplots(2, 3, sharex=True, sharey=True)
     for ax, (cat, f) in zip(axes.flat, front.items()):
         pts = np.array([p[2:] for p in f["points"]])
-        order = np.argsort(pts[:, 0])
         ax.add_patch(Rectangle((recall_target, precision_target), 1.05 - recall_target, 1.05 - precision_target,
                                color="#2ca02c", alpha=0.12, linewidth=0, label="target"))
-        ax.scatter(pts[order, 0], pts[order, 1], s=6, color="#1f77b4", label="unit rules (out-of-fold scores)")
+        ax.scatter(pts[:, 0], pts[:, 1], s=6, color="#1f77b4", label="unit rules (out-of-fold scores)")
         a = achieved[cat]
         ax.scatter([a["recall"]], [a["span_precision"]], s=60, marker="*", color="#d62728", zorder=3,
                    label="cross-validated result")

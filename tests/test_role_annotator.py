@@ -186,6 +186,33 @@ def test_weights_file_loads_and_changes_scores() -> None:
     assert scores.std(axis=0).min() > 0.01  # the trees, not just a constant, move the scores
 
 
+def test_default_annotation_uses_the_blended_scores() -> None:
+    if not annotator.WEIGHTS.is_file():
+        pytest.skip("annotator_weights.npz not shipped")
+    scorer = annotator.UnitScorer.load(annotator.WEIGHTS)
+    prepared = annotator.prepare_batch([AnnotateInput(text=t) for t in ALL])
+    differs = False
+    for p in prepared:
+        blended = scorer.scores(p.features, p.hashed)
+        assert annotator.scored_annotation(p, scorer) == annotator.scored_annotation(p, scorer, blended)
+        trees = scorer.tree_scores(p.features)
+        differs |= not np.allclose(blended, trees)
+    assert differs  # the text model moves the scores that the default path uses
+
+
+def test_presence_threshold_zero_means_always_present() -> None:
+    if not annotator.WEIGHTS.is_file():
+        pytest.skip("annotator_weights.npz not shipped")
+    k = len(Category)
+    scorer = dataclasses.replace(
+        annotator.UnitScorer.load(annotator.WEIGHTS), presence_coef=np.zeros((k, 5)), presence_bias=np.full(k, -30.0),
+        presence_threshold=np.zeros(k), presence_from_spans=np.zeros(k, np.int32))
+    for p in annotator.prepare_batch([AnnotateInput(text=t) for t in ALL]):
+        ann = annotator.scored_annotation(p, scorer)
+        assert ann.present == list(annotator.ORDER)
+        assert {s.category for s in ann.spans} == set(annotator.ORDER)  # present <=> has spans
+
+
 def test_absent_weights_fall_back_to_rules(monkeypatch, tmp_path) -> None:
     monkeypatch.setattr(annotator, "WEIGHTS", tmp_path / "absent.npz")
     inputs = [AnnotateInput(text=t) for t in ALL]

@@ -39,6 +39,7 @@ The LLM backend's answers go through :func:`verbatim_spans`, which drops any spa
 from __future__ import annotations
 
 import re
+import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -895,8 +896,6 @@ def _unit_tokens(units: list[Unit], k: int) -> list[str]:
 def hashed_text(units: list[Unit]) -> HashedText:
     """Sublinear term counts (1 + log tf) of :func:`_unit_tokens`, hashed into ``2 ** TEXT_BITS`` buckets, each row
     L2-normalised."""
-    import zlib
-
     mask = (1 << TEXT_BITS) - 1
     indptr, indices, values = [0], [], []
     for k in range(len(units)):
@@ -925,8 +924,8 @@ def unit_tags(scores: np.ndarray, threshold: np.ndarray, relative: np.ndarray) -
 
 @dataclass(frozen=True)
 class UnitScorer:
-    """Per category a gradient-boosted tree ensemble over unit features, and the thresholds that turn its scores into
-    spans and presence.
+    """Per category a gradient-boosted tree ensemble over unit features and a logistic regression over the unit's hashed
+    text (their even blend is the unit score), and the rules that turn scores into spans and presence.
 
     The trees are stored flat (numbers only): node ``k`` sends a row to ``left[k]`` when ``feature_value <=
     threshold[k]`` and to ``right[k]`` otherwise; a leaf has ``feature[k] == -1`` and adds ``value[k]`` to the raw
@@ -1169,8 +1168,8 @@ def scored_annotation(prepared: Prepared, scorer: UnitScorer, scores: np.ndarray
     """Units whose score passes the category's :func:`unit_tags` rule, filled within their paragraph or code block
     (:func:`fill_groups`) and merged into spans, for the categories judged present.
 
-    Presence is "has a tagged unit" where ``presence_from_spans`` says so, else the issue-level regression; a category
-    the regression calls present with no unit over its threshold keeps its single best unit (present <=> has spans).
+    Presence is "has a tagged unit" where ``presence_from_spans`` says so, else the issue-level regression (threshold 0:
+    always present); a category called present with no tagged unit keeps its single best unit (present <=> has spans).
     """
     if not prepared.units:
         return Annotation()
