@@ -299,3 +299,36 @@ def test_stacked_adapters_are_listed_relative_to_the_adapter(tmp_path):
     (tmp_path / "grpo" / STACK_FILE).write_text(json.dumps({"adapters": ["../missing/adapter"]}))
     with pytest.raises(InputError, match="stacked adapter not found"):
         stacked_on(tmp_path / "grpo" / "adapter")
+
+
+def test_policies_load_one_at_a_time(monkeypatch) -> None:
+    """Two threads must never build a model at once (transformers' meta-device init is process-wide)."""
+    import threading
+    import time
+
+    import transformers
+
+    from tasks.training import policy as policy_module
+
+    active, overlaps = [0], []
+
+    def fake_from_pretrained(*args, **kwargs):
+        active[0] += 1
+        overlaps.append(active[0])
+        time.sleep(0.05)
+        active[0] -= 1
+        raise RuntimeError("stop after the load")
+
+    monkeypatch.setattr(transformers.AutoModelForCausalLM, "from_pretrained", fake_from_pretrained)
+
+    def load() -> None:
+        with pytest.raises(RuntimeError, match="stop after the load"):
+            policy_module.LocalPolicy.from_adapter("smollm2-135m-instruct", None)
+
+    threads = [threading.Thread(target=load) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert overlaps == [1, 1, 1, 1]
+    assert not policy_module._LOAD_LOCK.locked()

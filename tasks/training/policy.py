@@ -11,6 +11,7 @@ a trained questioner exactly like any other method::
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
@@ -21,6 +22,10 @@ from tasks.errors import InputError
 
 from .models import _torch_dtype, align_model, load_tokenizer, model_label, prepare_tokenizer, resolve_model_path
 from .prompts import SYSTEM_PROMPT, prompt_messages
+
+_LOAD_LOCK = threading.Lock()
+"""transformers builds a model under process-wide patches (meta-device init), so two threads loading at once can leave
+one model with meta tensors ("Cannot copy out of meta tensor"); evaluation loads several policies from worker threads."""
 
 
 @runtime_checkable
@@ -110,6 +115,14 @@ class LocalPolicy:
         ``base=None`` takes the base recorded in the adapter. The tokenizer saved with the adapter wins over the
         base's. ``device="auto"`` moves a loaded base to CUDA when there is one (a built model stays put). ``generation`` fields: see :class:`GenerationSettings` (``max_new_tokens``, ``greedy``, ...).
         """
+        with _LOAD_LOCK:
+            return cls._from_adapter(base, adapter_dir, tokenizer=tokenizer, dtype=dtype, device=device, merge=merge,
+                                     system_prompt=system_prompt, chat_template_kwargs=chat_template_kwargs,
+                                     **generation)
+
+    @classmethod
+    def _from_adapter(cls, base, adapter_dir, *, tokenizer, dtype, device, merge, system_prompt, chat_template_kwargs,
+                      **generation: Any) -> LocalPolicy:
         adapter = Path(adapter_dir) if adapter_dir is not None else None
         if base is None:
             if adapter is None:
