@@ -21,6 +21,10 @@ def _cases(repo):
     return (repo / "data" / "cases" / "swe" / "cases.jsonl").read_text().splitlines()
 
 
+def _toml_cases(repo) -> dict[str, str]:
+    return {p.name: p.read_text() for p in sorted((repo / "data" / "cases" / "optimization" / "toml").glob("*.toml"))}
+
+
 def test_flow_help_is_fast(project):
     for module in ("construct", "report", "pipeline", "serve", "new_domain"):
         started = time.monotonic()
@@ -93,13 +97,16 @@ def test_pipeline_flow_runs_the_dag_then_dvc_is_a_noop(project, prefect_api):
     assert "Running stage 'report'" in out
     assert (project / "data" / "report" / "report.md").read_text().startswith("# another title")
 
-    params["construct"]["swe"]["seed"] = 99
+    # a construction param: that domain's construction, its evaluation and the report rerun; the training chain
+    # (fed by the SWE cases only) and the other domains are skipped. The optimization chain is the cheap one.
+    params["construct"]["optimization"]["seed"] = 99
     write_params(project, params)
-    before = _cases(project)
+    before = _toml_cases(project)
     out = dvc(project, "repro").stdout
-    assert "Running stage 'construct@swe'" in out and "Running stage 'report'" in out
-    assert "Stage 'construct@optimization' didn't change, skipping" in out
-    assert _cases(project) != before
+    ran = set(re.findall(r"Running stage '([^']+)'", out))
+    assert ran == {"construct@optimization", "evaluate@optimization", "report"}, out
+    assert "Stage 'construct@swe' didn't change, skipping" in out and "Stage 'grpo' didn't change, skipping" in out
+    assert _toml_cases(project) != before
 
     metrics = dvc(project, "metrics", "show", "--json").stdout
     assert '"cases": 8' in metrics
