@@ -30,7 +30,6 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
-import math
 import sys
 from pathlib import Path
 
@@ -70,20 +69,12 @@ def _load(name: str):
     return module
 
 
-def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
-    """Wilson score interval of a binomial share k/n."""
-    if n == 0:
-        return 0.0, 1.0
-    p = k / n
-    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    return max(0.0, centre - half), min(1.0, centre + half)
-
-
 def audited_precision(measured: float, judged_yes: int, judged: int) -> dict:
     """Span precision once the audited share q of the non-overlapping spans is counted as correct."""
+    from tasks.infovalue.plots import _wilson
+
     q = judged_yes / judged if judged else 0.0
-    lo, hi = wilson(judged_yes, judged)
+    lo, hi = _wilson(judged_yes, judged) if judged else (0.0, 1.0)
     def fix(share: float) -> float:
         return round(measured + (1 - measured) * share, 4)
 

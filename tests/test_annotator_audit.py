@@ -22,11 +22,10 @@ def audit():
     return module
 
 
-def test_wilson_interval_matches_the_textbook_values(audit):
-    lo, hi = audit.wilson(10, 20)
+def test_audited_interval_is_the_wilson_interval(audit):
+    lo, hi = audit.audited_precision(0.0, 10, 20)["q_ci95"]  # textbook Wilson 95% interval of 10/20
     assert lo == pytest.approx(0.2993, abs=1e-4) and hi == pytest.approx(0.7007, abs=1e-4)
-    assert audit.wilson(0, 20)[0] == 0.0 and audit.wilson(20, 20)[1] == 1.0
-    assert audit.wilson(0, 0) == (0.0, 1.0)
+    assert audit.audited_precision(0.5, 0, 0)["audited_precision_ci95"] == [0.5, 1.0]  # nothing judged: no claim
 
 
 def test_audited_precision_counts_the_judged_share_as_correct(audit):
