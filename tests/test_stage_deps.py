@@ -1,8 +1,8 @@
 """A DVC stage must list the project code it runs, or a change to that code would not rerun the stage.
 
-The GRPO stage's deps name single modules of ``tasks/roles`` rather than the whole folder (an annotator change
-does not touch the reward, and rerunning GRPO costs minutes). These tests run the stage's code path in a fresh
-interpreter and check that every project file it loads is covered by a dep.
+The training stages' deps name single modules rather than whole folders where a folder holds code they never run
+(an annotator change does not touch the GRPO reward, and rerunning GRPO costs minutes). These tests run each
+stage's code path in a fresh interpreter and check that every project file it loads is covered by a dep.
 """
 
 from __future__ import annotations
@@ -13,16 +13,19 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 
-_GRPO_CODE_PATH = r"""
+_LOADS = r"""
 import json, sys
 import flows.train
 import tasks.params
 import tasks.sftdata
 import tasks.training.trainers
+"""
+_REWARD = r"""
 from tasks.rewards import StagedReward, RewardConfig
 from tasks.rewards.weights import CLARITI_WEIGHTS
 
@@ -30,8 +33,11 @@ full = "render_table crashes on an empty header.\nZeroDivisionError: division by
 sample = {"completion": "1. What is the full error message?\n2. Which quill version do you use?",
           "incomplete_issue": full.splitlines()[0], "full_issue": full}
 StagedReward(RewardConfig(), CLARITI_WEIGHTS).score([sample])
+"""
+_PRINT = r"""
 print(json.dumps(sorted({m.__file__ for m in list(sys.modules.values()) if getattr(m, "__file__", None)})))
 """
+_CODE_PATHS = {"sft": _LOADS + _PRINT, "grpo": _LOADS + _REWARD + _PRINT}
 
 
 def _stage_deps(name: str) -> list[str]:
@@ -65,12 +71,15 @@ def test_uncovered_reads_folders_and_files():
                        "tasks/rewardsx.py"}, deps) == ["tasks/rewardsx.py", "tasks/roles/annotator.py"]
 
 
-def test_grpo_deps_cover_the_code_the_reward_runs():
-    proc = subprocess.run([sys.executable, "-c", _GRPO_CODE_PATH], check=False, cwd=ROOT, capture_output=True, text=True,
-                          timeout=300)
+@pytest.mark.parametrize("stage", sorted(_CODE_PATHS))
+def test_training_deps_cover_the_code_the_stage_loads(stage):
+    proc = subprocess.run([sys.executable, "-c", _CODE_PATHS[stage]], check=False, cwd=ROOT, capture_output=True,
+                          text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     files = _project_files(json.loads(proc.stdout.strip().splitlines()[-1]))
-    assert "tasks/roles/swe_judges.py" in files and "tasks/rewards/staged.py" in files  # the path really ran
-    deps = _stage_deps("grpo")
+    assert "tasks/training/trainers.py" in files and "tasks/params.py" in files  # the path really ran
+    deps = _stage_deps(stage)
     assert _uncovered(files, deps) == []
-    assert "tasks/roles" not in deps and "tasks/roles/annotator.py" not in deps  # an annotator change keeps GRPO
+    if stage == "grpo":
+        assert "tasks/roles/swe_judges.py" in files  # the reward ran its judges
+        assert "tasks/roles" not in deps and "tasks/roles/annotator.py" not in deps  # an annotator change keeps GRPO
