@@ -13,6 +13,14 @@ import pytest
 import yaml
 
 from tests.conftest import dvc, python, run, write_params
+from tests.test_stage_deps import (
+    CHECKED_STAGES,
+    TRACE_ENV,
+    install_trace,
+    stage_deps,
+    traced_stage_files,
+    uncovered,
+)
 
 pytestmark = pytest.mark.prefect
 
@@ -48,11 +56,15 @@ def test_an_exited_server_child_is_not_alive():
     assert not _pid_alive(proc.pid)  # already reaped: still gone
 
 
-def test_pipeline_flow_runs_the_dag_then_dvc_is_a_noop(project, prefect_api):
+def test_pipeline_flow_runs_the_dag_then_dvc_is_a_noop(project, prefect_api, tmp_path, monkeypatch):
     order = python(project, "-m", "flows.pipeline", "--list").stdout.split()
     assert order == ["construct@analytics", "construct@optimization", "construct@swe", "shap", "sft_data", "sft",
                      "grpo", "evaluate@analytics", "evaluate@optimization", "evaluate@swe", "report"]
+    traces = tmp_path / "import-traces"
+    install_trace(project, traces)
+    monkeypatch.setenv(TRACE_ENV, str(traces))
     proc = python(project, "-m", "flows.pipeline")
+    monkeypatch.delenv(TRACE_ENV)
     assert "construct@swe: ran" in proc.stdout and "report: ran" in proc.stdout
     assert "construct@optimization: ran" in proc.stdout and "shap: ran" in proc.stdout
     assert "sft_data: ran" in proc.stdout and "sft: ran" in proc.stdout and "grpo: ran" in proc.stdout
@@ -70,6 +82,13 @@ def test_pipeline_flow_runs_the_dag_then_dvc_is_a_noop(project, prefect_api):
     assert len(cases) == 8  # limit 4 issues x 2 variants
     assert (project / "data" / "report" / "report.md").read_text().startswith("# clarifyflow report")
     assert (project / "data" / "report" / "hidden_categories.png").stat().st_size > 1000
+    # every stage's processes were traced; the training stages' deps cover every project file they loaded
+    loaded = traced_stage_files(project, traces)
+    assert set(loaded) == set(order), sorted(loaded)
+    deps = stage_deps(project)
+    for stage in CHECKED_STAGES:
+        assert uncovered(loaded[stage], deps[stage][1]) == [], stage
+    (project / "sitecustomize.py").unlink()
     status = dvc(project, "status").stdout
     assert "up to date" in status, status
     again = dvc(project, "repro").stdout

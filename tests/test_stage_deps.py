@@ -1,48 +1,40 @@
 """A DVC stage must list the project code it runs, or a change to that code would not rerun the stage.
 
 The training stages' deps name single modules rather than whole folders where a folder holds code they never run
-(an annotator change does not touch the GRPO reward, and rerunning GRPO costs minutes). These tests run each
-stage's code path in a fresh interpreter and check that every project file it loads is covered by a dep.
+(an annotator change does not touch the GRPO reward, and rerunning GRPO costs minutes). The pipeline test runs every
+stage with an import trace (``tests/import_trace/sitecustomize.py``: each Python process writes the files it
+loaded) and checks, with the helpers here, that every project file sft and grpo loaded is covered by one of their
+deps.
 """
 
 from __future__ import annotations
 
 import ast
 import json
-import subprocess
-import sys
+import shutil
 from pathlib import Path
 
-import pytest
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
-
-_LOADS = r"""
-import json, sys
-import flows.train
-import tasks.params
-import tasks.sftdata
-import tasks.training.trainers
-"""
-_REWARD = r"""
-from tasks.rewards import StagedReward, RewardConfig
-from tasks.rewards.weights import CLARITI_WEIGHTS
-
-full = "render_table crashes on an empty header.\nZeroDivisionError: division by zero\nquill 2.4.1, Python 3.11"
-sample = {"completion": "1. What is the full error message?\n2. Which quill version do you use?",
-          "incomplete_issue": full.splitlines()[0], "full_issue": full}
-StagedReward(RewardConfig(), CLARITI_WEIGHTS).score([sample])
-"""
-_PRINT = r"""
-print(json.dumps(sorted({m.__file__ for m in list(sys.modules.values()) if getattr(m, "__file__", None)})))
-"""
-_CODE_PATHS = {"sft": _LOADS + _PRINT, "grpo": _LOADS + _REWARD + _PRINT}
+TRACE_ENV = "CLARIFYFLOW_IMPORT_TRACE"
+CHECKED_STAGES = ("sft", "grpo")
+INFRASTRUCTURE = ("flows/_env.py", "tasks/prefect_server.py")
+"""Modules that set up and find Prefect for every flow; no stage output depends on them."""
 
 
-def _stage_deps(name: str) -> list[str]:
-    stage = yaml.safe_load((ROOT / "dvc.yaml").read_text())["stages"][name]
-    return [d if isinstance(d, str) else next(iter(d)) for d in stage["deps"]]
+def install_trace(repo: Path, traces: Path) -> None:
+    """Make every Python process started in ``repo`` (it is on their PYTHONPATH) write its loaded files."""
+    shutil.copy(ROOT / "tests" / "import_trace" / "sitecustomize.py", repo / "sitecustomize.py")
+    traces.mkdir(parents=True, exist_ok=True)
+
+
+def stage_deps(repo: Path) -> dict[str, tuple[str, list[str]]]:
+    """Stage name -> (command, deps), matrices resolved, as DVC reads ``dvc.yaml``."""
+    from dvc.repo import Repo
+
+    with Repo(str(repo)) as dvc_repo:
+        return {s.name: (s.cmd, [d.def_path for d in s.deps]) for s in dvc_repo.index.stages}
 
 
 def _docstring_only(path: Path) -> bool:
@@ -50,36 +42,74 @@ def _docstring_only(path: Path) -> bool:
     return all(isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant) for node in body)
 
 
-def _project_files(loaded: list[str]) -> set[str]:
-    """The loaded files of tasks/ and flows/, less package markers that hold only a docstring."""
+def project_files(repo: Path, loaded: list[str]) -> set[str]:
+    """The loaded files of tasks/ and flows/, less package markers that hold only a docstring and the Prefect
+    infrastructure modules."""
+    root = repo.resolve()
     out = set()
     for file in loaded:
         path = Path(file).resolve()
-        if path.is_relative_to(ROOT) and path.parts[len(ROOT.parts)] in ("tasks", "flows") and not (
-                path.name == "__init__.py" and _docstring_only(path)):
-            out.add(path.relative_to(ROOT).as_posix())
+        if not path.is_relative_to(root) or path.parts[len(root.parts)] not in ("tasks", "flows"):
+            continue
+        rel = path.relative_to(root).as_posix()
+        if rel in INFRASTRUCTURE or (path.name == "__init__.py" and _docstring_only(path)):
+            continue
+        out.add(rel)
     return out
 
 
-def _uncovered(files: set[str], deps: list[str]) -> list[str]:
+def uncovered(files: set[str], deps: list[str]) -> list[str]:
     return sorted(f for f in files if not any(f == d or f.startswith(d.rstrip("/") + "/") for d in deps))
+
+
+def traced_stage_files(repo: Path, traces: Path) -> dict[str, set[str]]:
+    """Stage name -> project files its processes loaded, matched by the stage's command line."""
+    stages = stage_deps(repo)
+    by_args = {tuple(cmd.split()[2:]): name for name, (cmd, _) in stages.items()}  # after "python -m"
+    out: dict[str, set[str]] = {}
+    for trace in traces.glob("*.json"):
+        data = json.loads(trace.read_text())
+        argv = data["argv"]
+        if not argv or not argv[0].endswith(".py"):
+            continue
+        script = Path(argv[0])
+        name = by_args.get((f"{script.parent.name}.{script.stem}", *argv[1:]))
+        if name:
+            out.setdefault(name, set()).update(project_files(repo, data["files"]))
+    return out
 
 
 def test_uncovered_reads_folders_and_files():
     deps = ["tasks/rewards", "tasks/roles/base.py"]
-    assert _uncovered({"tasks/rewards/staged.py", "tasks/roles/base.py", "tasks/roles/annotator.py",
-                       "tasks/rewardsx.py"}, deps) == ["tasks/rewardsx.py", "tasks/roles/annotator.py"]
+    assert uncovered({"tasks/rewards/staged.py", "tasks/roles/base.py", "tasks/roles/annotator.py",
+                      "tasks/rewardsx.py"}, deps) == ["tasks/rewardsx.py", "tasks/roles/annotator.py"]
 
 
-@pytest.mark.parametrize("stage", sorted(_CODE_PATHS))
-def test_training_deps_cover_the_code_the_stage_loads(stage):
-    proc = subprocess.run([sys.executable, "-c", _CODE_PATHS[stage]], check=False, cwd=ROOT, capture_output=True,
-                          text=True, timeout=300)
-    assert proc.returncode == 0, proc.stderr
-    files = _project_files(json.loads(proc.stdout.strip().splitlines()[-1]))
-    assert "tasks/training/trainers.py" in files and "tasks/params.py" in files  # the path really ran
-    deps = _stage_deps(stage)
-    assert _uncovered(files, deps) == []
-    if stage == "grpo":
-        assert "tasks/roles/swe_judges.py" in files  # the reward ran its judges
-        assert "tasks/roles" not in deps and "tasks/roles/annotator.py" not in deps  # an annotator change keeps GRPO
+def test_project_files_drop_markers_and_infrastructure(tmp_path):
+    for rel, text in {"tasks/__init__.py": '"""Docs only."""\n', "tasks/llm/__init__.py": "import os\n",
+                      "tasks/prefect_server.py": "", "tasks/store.py": "", "other/x.py": ""}.items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(text)
+    loaded = [str(tmp_path / rel) for rel in ("tasks/__init__.py", "tasks/llm/__init__.py",
+                                              "tasks/prefect_server.py", "tasks/store.py", "other/x.py")]
+    assert project_files(tmp_path, loaded) == {"tasks/llm/__init__.py", "tasks/store.py"}
+
+
+def test_the_trace_hook_writes_the_loaded_files(tmp_path):
+    import subprocess
+    import sys
+
+    repo = tmp_path / "repo"
+    (repo / "tasks").mkdir(parents=True)
+    (repo / "tasks" / "thing.py").write_text("X = 1\n")
+    install_trace(repo, tmp_path / "traces")
+    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(repo), TRACE_ENV: str(tmp_path / "traces")}
+    subprocess.run([sys.executable, "-c", "import tasks.thing"], cwd=repo, env=env, check=True, timeout=60)
+    (trace,) = (tmp_path / "traces").glob("*.json")
+    assert project_files(repo, json.loads(trace.read_text())["files"]) == {"tasks/thing.py"}
+
+
+def test_grpo_does_not_depend_on_the_annotator():
+    deps = yaml.safe_load((ROOT / "dvc.yaml").read_text())["stages"]["grpo"]["deps"]
+    assert "tasks/roles" not in deps and "tasks/roles/annotator.py" not in deps
+    assert "tasks/roles/swe_judges.py" in deps and "tasks/llm" in deps  # what the reward does run
