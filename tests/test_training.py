@@ -301,34 +301,70 @@ def test_stacked_adapters_are_listed_relative_to_the_adapter(tmp_path):
         stacked_on(tmp_path / "grpo" / "adapter")
 
 
-def test_policies_load_one_at_a_time(monkeypatch) -> None:
-    """Two threads must never build a model at once (transformers' meta-device init is process-wide)."""
+def test_models_are_built_one_at_a_time(monkeypatch, tmp_path) -> None:
+    """No two threads may build a model at once, whatever the model: policies and the MiniLM embedder load from
+    evaluation worker threads, and transformers' meta-device initialisation is process-wide (a fresh-clone `make run`
+    failed in evaluate@optimization with "Cannot copy out of meta tensor" while both were loading)."""
     import threading
     import time
 
+    import sentence_transformers
     import transformers
 
+    from tasks.llm import embeddings
+    from tasks.llm.loading import MODEL_LOAD_LOCK
     from tasks.training import policy as policy_module
 
     active, overlaps = [0], []
 
-    def fake_from_pretrained(*args, **kwargs):
+    def building(*args, **kwargs):
         active[0] += 1
         overlaps.append(active[0])
         time.sleep(0.05)
         active[0] -= 1
         raise RuntimeError("stop after the load")
 
-    monkeypatch.setattr(transformers.AutoModelForCausalLM, "from_pretrained", fake_from_pretrained)
+    monkeypatch.setattr(transformers.AutoModelForCausalLM, "from_pretrained", building)
+    monkeypatch.setattr(sentence_transformers, "SentenceTransformer", building)
 
-    def load() -> None:
+    def load_policy() -> None:
         with pytest.raises(RuntimeError, match="stop after the load"):
             policy_module.LocalPolicy.from_adapter("smollm2-135m-instruct", None)
 
-    threads = [threading.Thread(target=load) for _ in range(4)]
+    def load_embedder(k: int) -> None:
+        with pytest.raises(RuntimeError, match="stop after the load"):
+            embeddings.Embedder(cache_path=tmp_path / f"e{k}.sqlite")._load()
+
+    threads = [threading.Thread(target=load_policy) for _ in range(3)]
+    threads += [threading.Thread(target=load_embedder, args=(k,)) for k in range(3)]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
-    assert overlaps == [1, 1, 1, 1]
-    assert not policy_module._LOAD_LOCK.locked()
+    assert overlaps == [1] * 6
+    assert MODEL_LOAD_LOCK.acquire(blocking=False)  # released again
+    MODEL_LOAD_LOCK.release()
+
+
+def test_the_default_embedder_is_one_instance_across_threads(monkeypatch) -> None:
+    import threading
+    import time
+
+    from tasks.llm import embeddings
+
+    made = []
+
+    class Slow:
+        def __init__(self):
+            time.sleep(0.05)  # wide window for a second thread to arrive first too
+            made.append(self)
+
+    monkeypatch.setattr(embeddings, "Embedder", Slow)
+    monkeypatch.setattr(embeddings, "_default", None)
+    got = []
+    threads = [threading.Thread(target=lambda: got.append(embeddings.default_embedder())) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(made) == 1 and all(g is made[0] for g in got)

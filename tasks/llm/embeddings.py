@@ -7,11 +7,11 @@ import hashlib
 import sqlite3
 import threading
 from collections.abc import Sequence
-from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
 
+from tasks.llm.loading import MODEL_LOAD_LOCK
 from tasks.llm.paths import cache_dir
 
 MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2"
@@ -83,7 +83,8 @@ class Embedder:
             os.environ.setdefault("HF_HUB_OFFLINE", "1")
             from sentence_transformers import SentenceTransformer
 
-            self._model = SentenceTransformer(str(model_dir()), device="cpu")
+            with MODEL_LOAD_LOCK:
+                self._model = SentenceTransformer(str(model_dir()), device="cpu")
         return self._model
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
@@ -106,9 +107,17 @@ class Embedder:
         return np.stack([cached[k] for k in keys])
 
 
-@lru_cache(maxsize=1)
+_default: Embedder | None = None
+_default_lock = threading.Lock()
+
+
 def default_embedder() -> Embedder:
-    return Embedder()
+    """The process's one embedder (created once even when several threads ask first at the same moment)."""
+    global _default
+    with _default_lock:
+        if _default is None:
+            _default = Embedder()
+        return _default
 
 
 def encode(texts: Sequence[str]) -> np.ndarray:

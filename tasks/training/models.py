@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from tasks.errors import InputError
+from tasks.llm.loading import MODEL_LOAD_LOCK
 
 from .profiles import SMOLLM2, TrainProfile
 
@@ -98,7 +99,8 @@ def load_base(model: Any, tokenizer: Any | None, profile: TrainProfile) -> tuple
 
         path = resolve_model_path(model)
         tokenizer = tokenizer if tokenizer is not None else load_tokenizer(path)
-        model = AutoModelForCausalLM.from_pretrained(path, dtype=_torch_dtype(profile.dtype))
+        with MODEL_LOAD_LOCK:
+            model = AutoModelForCausalLM.from_pretrained(path, dtype=_torch_dtype(profile.dtype))
     elif tokenizer is None:
         source = getattr(model.config, "_name_or_path", "")
         if not source:

@@ -11,7 +11,6 @@ a trained questioner exactly like any other method::
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
@@ -19,13 +18,17 @@ from typing import Any, Protocol, runtime_checkable
 from pydantic import BaseModel, ConfigDict, Field
 
 from tasks.errors import InputError
+from tasks.llm.loading import MODEL_LOAD_LOCK
 
-from .models import _torch_dtype, align_model, load_tokenizer, model_label, prepare_tokenizer, resolve_model_path
+from .models import (
+    _torch_dtype,
+    align_model,
+    load_tokenizer,
+    model_label,
+    prepare_tokenizer,
+    resolve_model_path,
+)
 from .prompts import SYSTEM_PROMPT, prompt_messages
-
-_LOAD_LOCK = threading.Lock()
-"""transformers builds a model under process-wide patches (meta-device init), so two threads loading at once can leave
-one model with meta tensors ("Cannot copy out of meta tensor"); evaluation loads several policies from worker threads."""
 
 
 @runtime_checkable
@@ -115,7 +118,7 @@ class LocalPolicy:
         ``base=None`` takes the base recorded in the adapter. The tokenizer saved with the adapter wins over the
         base's. ``device="auto"`` moves a loaded base to CUDA when there is one (a built model stays put). ``generation`` fields: see :class:`GenerationSettings` (``max_new_tokens``, ``greedy``, ...).
         """
-        with _LOAD_LOCK:
+        with MODEL_LOAD_LOCK:  # base, adapter and merge as one step: no other thread builds a model meanwhile
             return cls._from_adapter(base, adapter_dir, tokenizer=tokenizer, dtype=dtype, device=device, merge=merge,
                                      system_prompt=system_prompt, chat_template_kwargs=chat_template_kwargs,
                                      **generation)

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from litellm import CustomLLM
 
+from tasks.llm.loading import MODEL_LOAD_LOCK
 from tasks.llm.paths import cache_dir
 from tasks.llm.providers import build_response
 
@@ -50,8 +51,9 @@ def convert(name: str = "smollm2-135m-instruct") -> Path:
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     source = gguf_path(name)
-    tokenizer = AutoTokenizer.from_pretrained(str(source.parent), gguf_file=source.name)
-    model = AutoModelForCausalLM.from_pretrained(str(source.parent), gguf_file=source.name, dtype=torch.float32)
+    with MODEL_LOAD_LOCK:
+        tokenizer = AutoTokenizer.from_pretrained(str(source.parent), gguf_file=source.name)
+        model = AutoModelForCausalLM.from_pretrained(str(source.parent), gguf_file=source.name, dtype=torch.float32)
     # The GGUF quantizer marks the model unserialisable, but its weights are already plain fp32 tensors.
     model.hf_quantizer = None
     if hasattr(model.config, "quantization_config"):
@@ -88,8 +90,9 @@ class SmolLM2Provider(CustomLLM):
                 from transformers import AutoModelForCausalLM, AutoTokenizer
 
                 folder = convert(name)
-                tokenizer = AutoTokenizer.from_pretrained(str(folder))
-                model = AutoModelForCausalLM.from_pretrained(str(folder), dtype=torch.float32)
+                with MODEL_LOAD_LOCK:
+                    tokenizer = AutoTokenizer.from_pretrained(str(folder))
+                    model = AutoModelForCausalLM.from_pretrained(str(folder), dtype=torch.float32)
                 model.eval()
                 self._models[name] = (tokenizer, model)
             return self._models[name]
