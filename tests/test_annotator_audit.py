@@ -84,7 +84,8 @@ def test_committed_audit_is_complete_and_quotes_no_issue_text(audit):
     keys = {"item", "instance_id", "category", "start", "end", "overlaps_workbook", "verdict"}
     assert items and all(set(i) == keys for i in items)
     assert all(i["verdict"] in ("yes", "no") for i in items)
+    run = json.loads(audit.RUN.read_text())
     scored = audit.score()
-    for f in scored.values():
-        assert f["judged"] > 0 and f["controls"] > 0
-        assert f["audited_precision"] >= f["measured_span_precision"]
+    assert set(scored) == set(run["categories"])
+    for f in scored.values():  # every drawn item of every audited category was judged
+        assert (f["judged"], f["controls"]) == (run["per_category"], run["controls"])
