@@ -1,10 +1,10 @@
 """A DVC stage must list the project code it runs, or a change to that code would not rerun the stage.
 
-The training stages' deps name single modules rather than whole folders where a folder holds code they never run
-(an annotator change does not touch the GRPO reward, and rerunning GRPO costs minutes). The pipeline test runs every
-stage with an import trace (``tests/import_trace/sitecustomize.py``: each Python process writes the files it
-loaded) and checks, with the helpers here, that every project file sft and grpo loaded is covered by one of their
-deps.
+Deps name single modules rather than whole folders where a folder holds code a stage never runs (an annotator change
+does not touch the GRPO reward, and rerunning GRPO costs minutes), and the packages every stage imports load their
+parts lazily (``tasks.rewards``, ``tasks.training``, the GX suites), so a stage loads what it runs. The pipeline test
+runs every stage with an import trace (``tests/import_trace/sitecustomize.py``: each Python process writes the files
+it loaded) and checks, with the helpers here, that every project file each stage loaded is covered by its deps.
 """
 
 from __future__ import annotations
@@ -14,11 +14,11 @@ import json
 import shutil
 from pathlib import Path
 
+import pytest
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 TRACE_ENV = "CLARIFYFLOW_IMPORT_TRACE"
-CHECKED_STAGES = ("sft", "grpo")
 INFRASTRUCTURE = ("flows/_env.py", "tasks/prefect_server.py")
 """Modules that set up and find Prefect for every flow; no stage output depends on them."""
 
@@ -113,3 +113,36 @@ def test_grpo_does_not_depend_on_the_annotator():
     deps = yaml.safe_load((ROOT / "dvc.yaml").read_text())["stages"]["grpo"]["deps"]
     assert "tasks/roles" not in deps and "tasks/roles/annotator.py" not in deps
     assert "tasks/roles/swe_judges.py" in deps and "tasks/llm" in deps  # what the reward does run
+
+
+def test_the_shared_modules_do_not_load_the_code_behind_them():
+    """``tasks.params`` (every stage) loads only the reward's config, ``tasks.training.prompts`` (sft_data) no
+    trainer, and a construction gate no evaluation code; otherwise every stage would depend on all of it."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, tasks.params, tasks.training.prompts\n"
+        "from tasks.validation.suites import SUITES\n"
+        "import great_expectations as gx\n"
+        "SUITES['swe_cases'](gx.expectations, {})\n"
+        "print(' '.join(sorted(m for m in sys.modules if m.startswith(('tasks.', 'flows.')))))\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True,
+                          timeout=120)
+    loaded = set(proc.stdout.split())
+    assert "tasks.rewards.config" in loaded and "tasks.training.prompts" in loaded
+    assert not {"tasks.rewards.staged", "tasks.rewards.judges", "tasks.training.trainers", "tasks.training.policy",
+                "tasks.evaluation.metrics", "tasks.infovalue.runs", "tasks.clarifiers.base"} & loaded, sorted(loaded)
+
+
+def test_the_lazy_packages_still_export_every_name():
+    import tasks.rewards
+    import tasks.training
+
+    for package in (tasks.rewards, tasks.training):
+        assert sorted(package.__all__) == sorted(package._HOME)
+        for name in package.__all__:
+            assert getattr(package, name) is not None, (package.__name__, name)
+        with pytest.raises(AttributeError):
+            package.no_such_name  # noqa: B018

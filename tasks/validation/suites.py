@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from typing import Any
 
 
@@ -12,66 +13,75 @@ def empty_runs() -> Any:
 
 
 def build_suite(name: str, **options: Any) -> Any:
-    """``options``: ``min_per_class`` for ``shap_runs``; ``methods`` (known method names) for ``or_episodes``."""
-    import great_expectations as gx
+    """``options``: ``min_per_class`` for ``shap_runs``; ``methods`` (known method names) for ``or_episodes``.
 
-    from tasks.infovalue import FEATURES
-    from tasks.infovalue.runs import gx_expectation_objects, runs_table_for_gx
-
-    E = gx.expectations
-    suites = {
-        "swe_cases": [
-            E.ExpectTableRowCountToBeBetween(min_value=1),
-            E.ExpectColumnValuesToBeUnique(column="case_id"),
-            E.ExpectColumnValuesToNotBeNull(column="brief"),
-            E.ExpectColumnValuesToBeBetween(column="brief_chars", min_value=1),
-            E.ExpectColumnValuesToBeInSet(column="hidden_subset_of_present", value_set=[True]),
-            E.ExpectColumnValuesToBeBetween(column="n_hidden", min_value=1, max_value=6),
-            E.ExpectColumnValuesToBeInSet(column="leak_free", value_set=[True]),
-            E.ExpectColumnValuesToBeInSet(column="fences_balanced", value_set=[True]),
-            E.ExpectColumnPairValuesAToBeGreaterThanB(column_A="original_chars", column_B="brief_chars", or_equal=False),
-        ],
-        "optimization_cases": _unit_cases(E),
-        # any unit domain (tasks/domains/units.py: analytics, scaffolded domains): the same case-level checks
-        "unit_cases": _unit_cases(E),
-        "shap_runs": gx_expectation_objects(
-            runs_table_for_gx(empty_runs(), options.get("min_per_class", 10))[1]
-        ),
-        "shap_weights": [
-            E.ExpectTableRowCountToBeBetween(min_value=len(FEATURES), max_value=len(FEATURES)),
-            E.ExpectColumnValuesToBeInSet(column="category", value_set=list(FEATURES)),
-            E.ExpectColumnValuesToBeBetween(column="weight", min_value=0.0, max_value=1.0),
-            E.ExpectColumnMaxToBeBetween(column="weight", min_value=1.0, max_value=1.0),
-            E.ExpectColumnPairValuesAToBeGreaterThanB(column_A="weight", column_B="ci_low", or_equal=True),
-            E.ExpectColumnPairValuesAToBeGreaterThanB(column_A="ci_high", column_B="weight", or_equal=True),
-        ],
-        "sft_rows": [
-            E.ExpectTableRowCountToBeBetween(min_value=1),
-            E.ExpectColumnValuesToBeUnique(column="case_id"),
-            E.ExpectColumnValuesToBeInSet(column="split", value_set=["train", "heldout"]),
-            E.ExpectColumnValuesToBeBetween(column="prompt_chars", min_value=1),
-            E.ExpectColumnValuesToBeBetween(column="target_chars", min_value=10),
-            E.ExpectColumnValuesToBeBetween(column="n_questions", min_value=1, max_value=6),
-            E.ExpectColumnValuesToBeInSet(column="questions_match_hidden", value_set=[True]),
-            E.ExpectColumnValuesToBeInSet(column="split_by_instance", value_set=[True]),
-        ],
-        "report_metrics": [
-            E.ExpectTableRowCountToBeBetween(min_value=1),
-            E.ExpectColumnValuesToBeUnique(column="key"),
-            E.ExpectColumnValuesToNotBeNull(column="value"),
-        ],
-        **_or_suites(E, options),
-        **_swe_eval_suites(E),
-    }
+    Only the named suite is built, so a stage's gate loads the code behind its own suite and no other (the stage
+    deps in ``dvc.yaml`` list exactly that code)."""
     unknown = set(options) - {"min_per_class", "methods"}
     if unknown:
         raise KeyError(f"unknown suite options: {', '.join(sorted(unknown))}")
-    if name not in suites:
-        raise KeyError(f"no expectation suite named {name!r} (known: {', '.join(sorted(suites))})")
-    return gx.ExpectationSuite(name=name, expectations=suites[name])
+    if name not in SUITES:
+        raise KeyError(f"no expectation suite named {name!r} (known: {', '.join(sorted(SUITES))})")
+    import great_expectations as gx
+
+    return gx.ExpectationSuite(name=name, expectations=SUITES[name](gx.expectations, options))
 
 
-def _unit_cases(E: Any) -> list:
+def _swe_cases(E: Any, options: dict[str, Any]) -> list:
+    return [
+        E.ExpectTableRowCountToBeBetween(min_value=1),
+        E.ExpectColumnValuesToBeUnique(column="case_id"),
+        E.ExpectColumnValuesToNotBeNull(column="brief"),
+        E.ExpectColumnValuesToBeBetween(column="brief_chars", min_value=1),
+        E.ExpectColumnValuesToBeInSet(column="hidden_subset_of_present", value_set=[True]),
+        E.ExpectColumnValuesToBeBetween(column="n_hidden", min_value=1, max_value=6),
+        E.ExpectColumnValuesToBeInSet(column="leak_free", value_set=[True]),
+        E.ExpectColumnValuesToBeInSet(column="fences_balanced", value_set=[True]),
+        E.ExpectColumnPairValuesAToBeGreaterThanB(column_A="original_chars", column_B="brief_chars", or_equal=False),
+    ]
+
+
+def _shap_runs(E: Any, options: dict[str, Any]) -> list:
+    from tasks.infovalue.runs import gx_expectation_objects, runs_table_for_gx
+
+    return gx_expectation_objects(runs_table_for_gx(empty_runs(), options.get("min_per_class", 10))[1])
+
+
+def _shap_weights(E: Any, options: dict[str, Any]) -> list:
+    from tasks.infovalue import FEATURES
+
+    return [
+        E.ExpectTableRowCountToBeBetween(min_value=len(FEATURES), max_value=len(FEATURES)),
+        E.ExpectColumnValuesToBeInSet(column="category", value_set=list(FEATURES)),
+        E.ExpectColumnValuesToBeBetween(column="weight", min_value=0.0, max_value=1.0),
+        E.ExpectColumnMaxToBeBetween(column="weight", min_value=1.0, max_value=1.0),
+        E.ExpectColumnPairValuesAToBeGreaterThanB(column_A="weight", column_B="ci_low", or_equal=True),
+        E.ExpectColumnPairValuesAToBeGreaterThanB(column_A="ci_high", column_B="weight", or_equal=True),
+    ]
+
+
+def _sft_rows(E: Any, options: dict[str, Any]) -> list:
+    return [
+        E.ExpectTableRowCountToBeBetween(min_value=1),
+        E.ExpectColumnValuesToBeUnique(column="case_id"),
+        E.ExpectColumnValuesToBeInSet(column="split", value_set=["train", "heldout"]),
+        E.ExpectColumnValuesToBeBetween(column="prompt_chars", min_value=1),
+        E.ExpectColumnValuesToBeBetween(column="target_chars", min_value=10),
+        E.ExpectColumnValuesToBeBetween(column="n_questions", min_value=1, max_value=6),
+        E.ExpectColumnValuesToBeInSet(column="questions_match_hidden", value_set=[True]),
+        E.ExpectColumnValuesToBeInSet(column="split_by_instance", value_set=[True]),
+    ]
+
+
+def _report_metrics(E: Any, options: dict[str, Any]) -> list:
+    return [
+        E.ExpectTableRowCountToBeBetween(min_value=1),
+        E.ExpectColumnValuesToBeUnique(column="key"),
+        E.ExpectColumnValuesToNotBeNull(column="value"),
+    ]
+
+
+def _unit_cases(E: Any, options: dict[str, Any]) -> list:
     """Cases of typed units (tasks.domains.units.UnitDomain.validation_table)."""
     return [
         E.ExpectTableRowCountToBeBetween(min_value=1),
@@ -85,11 +95,9 @@ def _unit_cases(E: Any) -> list:
     ]
 
 
-def _or_suites(E: Any, options: dict[str, Any]) -> dict[str, list]:
-    """OR-Clarify evaluation gates: ``or_episodes`` (tasks.evaluation.metrics.episodes_frame) and ``or_summary``
-    (summary_frame)."""
+def _or_episodes(E: Any, options: dict[str, Any]) -> list:
+    """OR-Clarify episode rows (tasks.evaluation.metrics.episodes_frame)."""
     from tasks.episodes.records import PROTOCOLS
-    from tasks.evaluation.metrics import CI_METRICS, RATE_METRICS
 
     if options.get("methods") is not None:
         methods = sorted(options["methods"])
@@ -97,70 +105,91 @@ def _or_suites(E: Any, options: dict[str, Any]) -> dict[str, list]:
         from tasks.clarifiers.base import method_names
 
         methods = method_names()
-    return {
-        "or_episodes": [
-            E.ExpectTableRowCountToBeBetween(min_value=1),
-            E.ExpectColumnValuesToBeUnique(column="key"),
-            E.ExpectColumnValuesToBeInSet(column="method", value_set=methods),
-            E.ExpectColumnValuesToBeInSet(column="protocol", value_set=list(PROTOCOLS)),
-            E.ExpectColumnPairValuesAToBeGreaterThanB(column_A="max_turns", column_B="turn_count", or_equal=True),
-            E.ExpectColumnValuesToBeBetween(column="atomic_questions", min_value=0),
-            E.ExpectColumnValuesToBeInSet(column="end_state", value_set=["ready", "protocol_failure", "turn_limit"]),
-            E.ExpectColumnValuesToBeBetween(column="wss", min_value=0.0, max_value=1.0),
-            E.ExpectColumnValuesToBeInSet(column="core_exact_consistent", value_set=[True]),
-        ],
-        "or_summary": [
-            E.ExpectTableRowCountToBeBetween(min_value=1),
-            E.ExpectColumnValuesToBeUnique(column="key"),
-            E.ExpectColumnValuesToBeBetween(column="RunCount", min_value=1),
-            *[E.ExpectColumnValuesToBeBetween(column=name, min_value=0.0, max_value=1.0) for name in RATE_METRICS],
-            *[
-                expectation
-                for name in CI_METRICS
-                for expectation in (
-                    E.ExpectColumnPairValuesAToBeGreaterThanB(column_A=name, column_B=f"{name}_low", or_equal=True,
-                                                              ignore_row_if="either_value_is_missing"),
-                    E.ExpectColumnPairValuesAToBeGreaterThanB(column_A=f"{name}_high", column_B=name, or_equal=True,
-                                                              ignore_row_if="either_value_is_missing"),
-                )
-            ],
-        ],
-    }
+    return [
+        E.ExpectTableRowCountToBeBetween(min_value=1),
+        E.ExpectColumnValuesToBeUnique(column="key"),
+        E.ExpectColumnValuesToBeInSet(column="method", value_set=methods),
+        E.ExpectColumnValuesToBeInSet(column="protocol", value_set=list(PROTOCOLS)),
+        E.ExpectColumnPairValuesAToBeGreaterThanB(column_A="max_turns", column_B="turn_count", or_equal=True),
+        E.ExpectColumnValuesToBeBetween(column="atomic_questions", min_value=0),
+        E.ExpectColumnValuesToBeInSet(column="end_state", value_set=["ready", "protocol_failure", "turn_limit"]),
+        E.ExpectColumnValuesToBeBetween(column="wss", min_value=0.0, max_value=1.0),
+        E.ExpectColumnValuesToBeInSet(column="core_exact_consistent", value_set=[True]),
+    ]
 
 
-def _swe_eval_suites(E: Any) -> dict[str, list]:
-    """SWE evaluation gates: ``swe_eval_summary`` (tasks.evaluation.swe.summary_frame) and ``swe_eval_rows``
-    (rows_frame)."""
+def _or_summary(E: Any, options: dict[str, Any]) -> list:
+    """OR-Clarify summary rows (tasks.evaluation.metrics.summary_frame)."""
+    from tasks.evaluation.metrics import CI_METRICS, RATE_METRICS
+
+    return [
+        E.ExpectTableRowCountToBeBetween(min_value=1),
+        E.ExpectColumnValuesToBeUnique(column="key"),
+        E.ExpectColumnValuesToBeBetween(column="RunCount", min_value=1),
+        *_rates(E, RATE_METRICS),
+        *_inside_ci(E, CI_METRICS),
+    ]
+
+
+def _swe_eval_summary(E: Any, options: dict[str, Any]) -> list:
+    """SWE evaluation summary rows (tasks.evaluation.swe.summary_frame)."""
     from tasks.evaluation.swe_metrics import ISSUE_METRICS, QUESTION_METRICS, RATE_COLUMNS
 
-    return {
-        "swe_eval_summary": [
-            E.ExpectTableRowCountToBeBetween(min_value=1),
-            E.ExpectColumnValuesToBeUnique(column="key"),
-            E.ExpectColumnValuesToBeBetween(column="cases", min_value=0),
-            E.ExpectColumnValuesToBeBetween(column="questions_per_issue", min_value=0.0),
-            *[E.ExpectColumnValuesToBeBetween(column=name, min_value=0.0, max_value=1.0) for name in RATE_COLUMNS],
-            E.ExpectColumnValuesToBeBetween(column="category_share_sum", min_value=0.999, max_value=1.001),
-            *[
-                expectation
-                for name in (*ISSUE_METRICS, *QUESTION_METRICS)
-                for expectation in (
-                    E.ExpectColumnPairValuesAToBeGreaterThanB(column_A=name, column_B=f"{name}_low", or_equal=True,
-                                                              ignore_row_if="either_value_is_missing"),
-                    E.ExpectColumnPairValuesAToBeGreaterThanB(column_A=f"{name}_high", column_B=name, or_equal=True,
-                                                              ignore_row_if="either_value_is_missing"),
-                )
-            ],
-        ],
-        "swe_eval_rows": [
-            E.ExpectTableRowCountToBeBetween(min_value=1),
-            E.ExpectColumnValuesToBeUnique(column="key"),
-            E.ExpectColumnValuesToBeBetween(column="n_questions", min_value=0),
-            E.ExpectColumnValuesToBeBetween(column="n_hidden", min_value=1, max_value=6),
-            E.ExpectColumnValuesToBeBetween(column="recall", min_value=0.0, max_value=1.0),
-            E.ExpectColumnValuesToBeBetween(column="weighted_recovery", min_value=0.0, max_value=1.0),
-            E.ExpectColumnValuesToBeBetween(column="predicted_resolution", min_value=0.0, max_value=1.0),
-            E.ExpectColumnValuesToBeInSet(column="recovered_within_hidden", value_set=[True]),
-            E.ExpectColumnValuesToBeInSet(column="labels_known", value_set=[True]),
-        ],
-    }
+    return [
+        E.ExpectTableRowCountToBeBetween(min_value=1),
+        E.ExpectColumnValuesToBeUnique(column="key"),
+        E.ExpectColumnValuesToBeBetween(column="cases", min_value=0),
+        E.ExpectColumnValuesToBeBetween(column="questions_per_issue", min_value=0.0),
+        *_rates(E, RATE_COLUMNS),
+        E.ExpectColumnValuesToBeBetween(column="category_share_sum", min_value=0.999, max_value=1.001),
+        *_inside_ci(E, (*ISSUE_METRICS, *QUESTION_METRICS)),
+    ]
+
+
+def _swe_eval_rows(E: Any, options: dict[str, Any]) -> list:
+    """SWE evaluation rows (tasks.evaluation.swe.rows_frame)."""
+    return [
+        E.ExpectTableRowCountToBeBetween(min_value=1),
+        E.ExpectColumnValuesToBeUnique(column="key"),
+        E.ExpectColumnValuesToBeBetween(column="n_questions", min_value=0),
+        E.ExpectColumnValuesToBeBetween(column="n_hidden", min_value=1, max_value=6),
+        E.ExpectColumnValuesToBeBetween(column="recall", min_value=0.0, max_value=1.0),
+        E.ExpectColumnValuesToBeBetween(column="weighted_recovery", min_value=0.0, max_value=1.0),
+        E.ExpectColumnValuesToBeBetween(column="predicted_resolution", min_value=0.0, max_value=1.0),
+        E.ExpectColumnValuesToBeInSet(column="recovered_within_hidden", value_set=[True]),
+        E.ExpectColumnValuesToBeInSet(column="labels_known", value_set=[True]),
+    ]
+
+
+
+def _rates(E: Any, names: Sequence[str]) -> list:
+    return [E.ExpectColumnValuesToBeBetween(column=name, min_value=0.0, max_value=1.0) for name in names]
+
+
+def _inside_ci(E: Any, names: Sequence[str]) -> list:
+    """Each metric lies within its ``_low``/``_high`` interval (rows without an interval are skipped)."""
+    return [
+        expectation
+        for name in names
+        for expectation in (
+            E.ExpectColumnPairValuesAToBeGreaterThanB(column_A=name, column_B=f"{name}_low", or_equal=True,
+                                                      ignore_row_if="either_value_is_missing"),
+            E.ExpectColumnPairValuesAToBeGreaterThanB(column_A=f"{name}_high", column_B=name, or_equal=True,
+                                                      ignore_row_if="either_value_is_missing"),
+        )
+    ]
+
+SUITES: dict[str, Callable[[Any, dict[str, Any]], list]] = {
+    "swe_cases": _swe_cases,
+    "optimization_cases": _unit_cases,
+    # any unit domain (tasks/domains/units.py: analytics, scaffolded domains): the same case-level checks
+    "unit_cases": _unit_cases,
+    "shap_runs": _shap_runs,
+    "shap_weights": _shap_weights,
+    "sft_rows": _sft_rows,
+    "report_metrics": _report_metrics,
+    "or_episodes": _or_episodes,
+    "or_summary": _or_summary,
+    "swe_eval_summary": _swe_eval_summary,
+    "swe_eval_rows": _swe_eval_rows,
+}
