@@ -1,6 +1,7 @@
 """Fidelity of the local annotator against the CLARITI workbook's category annotations.
 
     .venv/bin/python benchmarks/annotator_fidelity.py [--data ../shared/data/clariti/data.xlsx] [--no-cold]
+    .venv/bin/python benchmarks/annotator_fidelity.py --model MODEL [--limit N]
 
 Spans. Each workbook example span is located in the issue text with whitespace-insensitive matching; spans that
 do not occur there (they quote the gold patch or test patch) are left out and counted.
@@ -24,6 +25,14 @@ reported for both halves and for all rows. *Learned scorer*: the learned unit sc
 model and thresholds fitted on the other folds). The shipped ``annotator_weights.npz`` is trained on all these rows,
 so running it over them would be in-sample; that figure is written to the JSON only, labelled as such. The timed
 run uses the default backend (the learned scorer when the weights file is present).
+
+LLM backend (``--model``). The annotator role's LLM backend (its prompt and schema, ``params.yaml``'s
+``roles.annotator`` settings with ``backend: llm`` and this model: any litellm model string, keys from the
+environment, or ``local/smollm2-135m-instruct``) annotates the first ``--limit`` annotated issues; spans not found in
+the issue are dropped (``verbatim_spans``), and a call that finally fails counts as an empty annotation (the failures
+are counted). The same figures are computed for the rules alone on the same issues (the learned scorer's weights
+were trained on these issues, so only its cross-validation, without ``--model``, is an honest comparison). Calls go through the persistent call
+cache, so a rerun costs nothing. Writes ``benchmarks/out/annotator_fidelity_llm.json`` (the local results stay).
 """
 
 from __future__ import annotations
@@ -44,6 +53,7 @@ from tasks.masking import find_all as _occurrences  # noqa: E402
 
 DEFAULT_DATA = ROOT.parent / "shared" / "data" / "clariti" / "data.xlsx"
 OUT = ROOT / "benchmarks" / "out" / "annotator_fidelity.json"
+LLM_OUT = ROOT / "benchmarks" / "out" / "annotator_fidelity_llm.json"
 SPAN_RECALL_TARGET = 0.80
 SPAN_PRECISION_TARGET = 0.70
 TIME_TARGET_S = 60.0
@@ -196,6 +206,72 @@ def _train_module():
     return module
 
 
+def llm_annotations(issues, cfg, client=None) -> tuple[list, dict]:
+    """The LLM backend's annotations of ``issues`` (aligned; a final failure is an empty annotation) and its usage:
+    failures by kind, spans dropped as not verbatim, and the client's accounting for the role."""
+    from collections import Counter
+
+    from tasks.llm.client import default_client
+    from tasks.roles.annotator import SPEC, AnnotateInput, Annotation, verbatim_spans
+    from tasks.roles.base import RoleFailure, run_role
+
+    client = client or default_client()
+    inputs = [AnnotateInput(instance_id=i.instance_id, text=i.text, hints=i.hints_text) for i in issues]
+    outputs = run_role(SPEC, inputs, cfg, client=client)
+    annotations, failures, dropped = [], Counter(), 0
+    for issue, out in zip(issues, outputs):
+        if isinstance(out, RoleFailure):
+            failures[out.kind] += 1
+            annotations.append(Annotation())
+            continue
+        kept = verbatim_spans(out, issue.text)
+        dropped += len(out.spans) - len(kept.spans)
+        annotations.append(kept)
+    usage = {"failures": dict(failures), "spans_not_verbatim": dropped,
+             "accounting": client.accounting.snapshot().get(SPEC.name, {})}
+    return annotations, usage
+
+
+def run_llm(issues, model: str, limit: int | None, params_path: Path) -> int:
+    from tasks.categories import ORDER
+    from tasks.params import load_params
+    from tasks.roles.annotator import AnnotateInput, annotate_prepared, prepare_batch
+
+    chosen = issues[:limit] if limit else issues
+    cfg = load_params(params_path).roles.annotator.model_copy(update={"backend": "llm", "model": model})
+    t0 = time.perf_counter()
+    annotations, usage = llm_annotations(chosen, cfg)
+    seconds = time.perf_counter() - t0
+    rows = list(range(len(chosen)))
+    inputs = [AnnotateInput(instance_id=i.instance_id, text=i.text, hints=i.hints_text) for i in chosen]
+    rules = annotate_prepared(prepare_batch(inputs), None)
+    results = {"llm": evaluate(chosen, annotations, rows, ORDER), "rules_same_issues": evaluate(chosen, rules, rows, ORDER)}
+    print(_table(f"LLM BACKEND {model}", results["llm"]))
+    print()
+    print(_table("RULES ONLY, same issues", results["rules_same_issues"]))
+    checks = _checks(results["llm"])
+    failed = [f"{cat}:{name}" for cat, c in checks.items() for name, ok in c.items() if not ok]
+    print(f"failures {usage['failures'] or 0}; spans not found verbatim {usage['spans_not_verbatim']}; {seconds:.1f} s")
+    print("targets met" if not failed else f"targets missed: {', '.join(failed)}")
+    payload = {
+        "backends": {"llm": f"llm: {model} (roles.annotator prompt and schema, {params_path.name} settings)",
+                     "rules_same_issues": "local annotator, rules + MiniLM prototype similarity, no weights (the "
+                                          "learned scorer's honest figures need the full cross-validation: run "
+                                          "without --model)"},
+        "issues": len(chosen),
+        "config": cfg.model_dump(),
+        "usage": usage,
+        "seconds": round(seconds, 2),
+        "results": results,
+        "checks": checks,
+    }
+    from tasks.store import atomic_write_text
+
+    atomic_write_text(LLM_OUT, json.dumps(payload, indent=2) + "\n")
+    print(f"wrote {LLM_OUT.relative_to(ROOT)}")
+    return 0
+
+
 def _timed_run(inputs) -> tuple[list, float]:
     from tasks.roles.annotator import SPEC
 
@@ -211,12 +287,28 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--misses", default="", help="print up to N dev-half misses of this category key (terminal)")
     parser.add_argument("-n", type=int, default=15)
     parser.add_argument("--no-cv", action="store_true", help="skip the learned scorer's cross-validation (~7 min)")
+    parser.add_argument("--model", help="evaluate the annotator's LLM backend with this model instead (litellm string)")
+    parser.add_argument("--limit", type=int, help="with --model: the first N annotated issues only")
+    parser.add_argument("--params", default=str(ROOT / "params.yaml"), help="with --model: roles.annotator settings")
     args = parser.parse_args(argv)
 
     path = Path(args.data)
     if not path.is_file():
         print(f"workbook not found: {path}", file=sys.stderr)
         return 2
+    if args.limit is not None and (args.model is None or args.limit < 1):
+        print("--limit: needs --model and a positive number of issues", file=sys.stderr)
+        return 2
+    if args.model:
+        from tasks.domains.swe import load_clariti
+        from tasks.errors import InputError
+
+        try:
+            return run_llm([i for i in load_clariti(path) if i.spans is not None], args.model, args.limit,
+                           Path(args.params))
+        except InputError as err:
+            print(err, file=sys.stderr)
+            return 2
     cold_dir = None
     if not args.no_cold:
         cold_dir = tempfile.TemporaryDirectory(prefix="annotator-cold-")
