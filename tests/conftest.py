@@ -106,6 +106,16 @@ def project(tmp_path: Path) -> Path:
     return repo
 
 
+def load_benchmark(name: str):
+    """The script ``benchmarks/<name>.py`` as a module (benchmarks are scripts, not a package)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(f"benchmark_{name}", ROOT / "benchmarks" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def run(repo: Path, *args: str, check: bool = True, timeout: float = 300) -> subprocess.CompletedProcess:
     """Run a command in a project copy with the venv first on PATH and the project's own Prefect state."""
     env = dict(os.environ)

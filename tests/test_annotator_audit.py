@@ -2,24 +2,18 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
-from pathlib import Path
 
 import pytest
 
 from tasks.categories import Category
 from tasks.roles.annotator import Annotation, TaggedSpan
-
-ROOT = Path(__file__).resolve().parents[1]
+from tests.conftest import load_benchmark
 
 
 @pytest.fixture(scope="module")
 def audit():
-    spec = importlib.util.spec_from_file_location("annotator_audit", ROOT / "benchmarks" / "annotator_audit.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark("annotator_audit")
 
 
 def test_audited_interval_is_the_wilson_interval(audit):

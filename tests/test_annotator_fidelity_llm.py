@@ -3,7 +3,6 @@ local one, on a scripted mock model (no network)."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import time
 
@@ -15,7 +14,7 @@ from tasks.llm.client import LLMClient
 from tasks.llm.providers import ensure_registered
 from tasks.records import IssueRecord, SpanAnnotation
 from tasks.roles.config import RoleConfig
-from tests.conftest import ROOT
+from tests.conftest import load_benchmark
 
 ISSUE = IssueRecord(
     instance_id="acme__widgets-1",
@@ -33,10 +32,7 @@ OTHER = IssueRecord(
 
 @pytest.fixture(scope="module")
 def bench():
-    spec = importlib.util.spec_from_file_location("annotator_fidelity", ROOT / "benchmarks" / "annotator_fidelity.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark("annotator_fidelity")
 
 
 def _model(outputs=None, rule=None, **script):

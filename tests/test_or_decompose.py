@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import re
 from pathlib import Path
 
@@ -20,6 +19,7 @@ from tasks.orclarify.decompose import (
 )
 from tasks.roles.base import run_role
 from tasks.roles.config import RoleConfig
+from tests.conftest import load_benchmark
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "data" / "or-clarify"
@@ -172,10 +172,7 @@ def test_prompts_render_with_schema_and_text() -> None:
 
 
 def _benchmark():
-    spec = importlib.util.spec_from_file_location("or_decompose_bench", ROOT / "benchmarks" / "or_decompose.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark("or_decompose")
 
 
 @pytest.mark.realdata

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import importlib.util
 from pathlib import Path
 
 import numpy as np
@@ -15,6 +14,7 @@ from tasks.roles import annotator
 from tasks.roles.annotator import SPEC, AnnotateInput, Annotation, TaggedSpan, local, to_span_annotations, verbatim_spans
 from tasks.roles.base import run_role
 from tasks.roles.config import RoleConfig
+from tests.conftest import load_benchmark
 
 ROOT = Path(__file__).resolve().parents[1]
 WORKBOOK = ROOT.parent / "shared" / "data" / "clariti" / "data.xlsx"
@@ -37,6 +37,7 @@ Running this snippet shows the problem:
 
 ```python
 from numkit import round_half
+from tests.conftest import load_benchmark
 print(round_half(-2.5))
 ```
 """
@@ -382,10 +383,7 @@ def test_code_block_is_one_reproduction_span() -> None:
 
 
 def _benchmark():
-    spec = importlib.util.spec_from_file_location("annotator_fidelity", ROOT / "benchmarks" / "annotator_fidelity.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark("annotator_fidelity")
 
 
 @pytest.mark.realdata

@@ -2,22 +2,16 @@
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import numpy as np
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.conftest import load_benchmark
 
 
 @pytest.fixture(scope="module")
 def train():
     pytest.importorskip("sklearn")
-    spec = importlib.util.spec_from_file_location("train_annotator", ROOT / "benchmarks" / "train_annotator.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark("train_annotator")
 
 
 class _Geometry:
