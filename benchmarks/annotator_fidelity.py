@@ -31,8 +31,9 @@ LLM backend (``--model``). The annotator role's LLM backend (its prompt and sche
 environment, or ``local/smollm2-135m-instruct``) annotates the first ``--limit`` annotated issues; spans not found in
 the issue are dropped (``verbatim_spans``), and a call that finally fails counts as an empty annotation (the failures
 are counted). The same figures are computed for the rules alone on the same issues (the learned scorer's weights
-were trained on these issues, so only its cross-validation, without ``--model``, is an honest comparison). Calls go through the persistent call
-cache, so a rerun costs nothing. Writes ``benchmarks/out/annotator_fidelity_llm.json`` (the local results stay).
+were trained on these issues, so only its cross-validation, without ``--model``, is an honest comparison). Calls go
+through the persistent call cache, so a rerun costs nothing. Writes ``benchmarks/out/annotator_fidelity_llm.json``
+(the local results stay).
 """
 
 from __future__ import annotations
@@ -236,6 +237,7 @@ def run_llm(issues, model: str, limit: int | None, params_path: Path) -> int:
     from tasks.categories import ORDER
     from tasks.params import load_params
     from tasks.roles.annotator import AnnotateInput, annotate_prepared, prepare_batch
+    from tasks.store import atomic_write_text
 
     chosen = issues[:limit] if limit else issues
     cfg = load_params(params_path).roles.annotator.model_copy(update={"backend": "llm", "model": model})
@@ -245,7 +247,8 @@ def run_llm(issues, model: str, limit: int | None, params_path: Path) -> int:
     rows = list(range(len(chosen)))
     inputs = [AnnotateInput(instance_id=i.instance_id, text=i.text, hints=i.hints_text) for i in chosen]
     rules = annotate_prepared(prepare_batch(inputs), None)
-    results = {"llm": evaluate(chosen, annotations, rows, ORDER), "rules_same_issues": evaluate(chosen, rules, rows, ORDER)}
+    results = {"llm": evaluate(chosen, annotations, rows, ORDER),
+               "rules_same_issues": evaluate(chosen, rules, rows, ORDER)}
     print(_table(f"LLM BACKEND {model}", results["llm"]))
     print()
     print(_table("RULES ONLY, same issues", results["rules_same_issues"]))
@@ -265,8 +268,6 @@ def run_llm(issues, model: str, limit: int | None, params_path: Path) -> int:
         "results": results,
         "checks": checks,
     }
-    from tasks.store import atomic_write_text
-
     atomic_write_text(LLM_OUT, json.dumps(payload, indent=2) + "\n")
     print(f"wrote {LLM_OUT.relative_to(ROOT)}")
     return 0
