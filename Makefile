@@ -15,11 +15,12 @@ export LITELLM_OFFLINE_MODE ?= true
 export HF_HUB_OFFLINE ?= 1
 export HF_DATASETS_OFFLINE ?= 1
 
-.PHONY: setup run test test-slow ui serve stop docs bench clean help
+.PHONY: setup run lint test test-slow ui serve stop docs bench clean help
 
 help:
 	@echo "make run        set up, start the local Prefect server, run the pipeline (dvc repro)"
-	@echo "make test       set up, run the test suite"
+	@echo "make lint       ruff check (settings in pyproject.toml)"
+	@echo "make test       set up, lint, run the test suite"
 	@echo "make test-slow  also run the tests marked slow"
 	@echo "make ui         start (or show) the Prefect server and UI at http://127.0.0.1:4200"
 	@echo "make serve      serve the pipeline on its cron schedule (params.yaml: schedule)"
@@ -51,7 +52,10 @@ run: server
 	echo "  report:   data/report/report.md" && \
 	echo "  Prefect UI: $${PREFECT_API_URL%/api}"
 
-test: setup
+lint: setup
+	$(PY) -m ruff check .
+
+test: lint
 	$(PY) -m pytest
 
 test-slow: setup

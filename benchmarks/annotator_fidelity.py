@@ -73,12 +73,13 @@ class SpanTally:
 
     def __init__(self, categories):
         self.cats = [c.key for c in categories]
-        z = lambda: {k: 0 for k in self.cats}  # noqa: E731
+        z = lambda: dict.fromkeys(self.cats, 0)  # noqa: E731
         self.gold, self.hit, self.missing = z(), z(), z()
         self.tagged_chars, self.tagged_in_gold = z(), z()
         self.pred_spans, self.pred_spans_hit = z(), z()
 
-    def add(self, text: str, gold: list[tuple[str, str]], pred: list[tuple[str, str]], misses: list | None = None) -> None:
+    def add(self, text: str, gold: list[tuple[str, str]], pred: list[tuple[str, str]],
+            misses: list | None = None) -> None:
         n = len(text)
         for cat in self.cats:
             gold_occ = []

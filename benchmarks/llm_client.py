@@ -74,7 +74,8 @@ def bench_cache_hit(n: int = 500) -> dict:
         hits = client.accounting.snapshot()["hit"]["cache_hits"]
     assert hits == n
     median = statistics.median(per_call)
-    return {"hits": n, "median_ms_single": round(median * 1e3, 3), "p95_ms_single": round(sorted(per_call)[int(0.95 * n)] * 1e3, 3),
+    return {"hits": n, "median_ms_single": round(median * 1e3, 3),
+            "p95_ms_single": round(sorted(per_call)[int(0.95 * n)] * 1e3, 3),
             "mean_ms_in_batch": round(batch * 1e3, 3), "target_ms": 2.0, "ok": median <= 0.002}
 
 
@@ -89,8 +90,10 @@ def bench_smollm2() -> dict:
         f"t=time.perf_counter();AutoTokenizer.from_pretrained({str(folder)!r});"
         f"AutoModelForCausalLM.from_pretrained({str(folder)!r},dtype=torch.float32);print(time.perf_counter()-t)"
     )
-    load = float(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()[-1])
-    return {"convert_or_reuse_s": round(convert_s, 2), "load_from_safetensors_s": round(load, 2), "target_s": 2.0, "ok": load < 2.0}
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    load = float(proc.stdout.split()[-1])
+    return {"convert_or_reuse_s": round(convert_s, 2), "load_from_safetensors_s": round(load, 2), "target_s": 2.0,
+            "ok": load < 2.0}
 
 
 def main() -> int:
@@ -101,7 +104,8 @@ def main() -> int:
     parser.add_argument("--smollm2", action="store_true", help="also time the SmolLM2 load (converts once if needed)")
     args = parser.parse_args()
     ensure_registered()
-    figures = {"cache_hit": bench_cache_hit(), "throughput": bench_throughput(args.calls, args.latency, args.concurrency)}
+    figures = {"cache_hit": bench_cache_hit(),
+               "throughput": bench_throughput(args.calls, args.latency, args.concurrency)}
     if args.smollm2:
         figures["smollm2"] = bench_smollm2()
     for name, row in figures.items():

@@ -57,9 +57,11 @@ def main(argv: list[str] | None = None) -> int:
         leaks += bool(find_leaks(case.brief.content, hidden))
     ratio = sum(len(c.brief.content) / len(c.full_text) for c in cases) / max(len(cases), 1)
     print(f"issues: {len(issues)} annotated (workbook load {load_s:.1f} s, excluded)")
-    print(f"variants: {len(cases)} in {mask_s:.1f} s = {len(cases) / mask_s:.0f} variants/s (target <= {args.target_seconds:.0f} s)")
+    print(f"variants: {len(cases)} in {mask_s:.1f} s = {len(cases) / mask_s:.0f} variants/s "
+          f"(target <= {args.target_seconds:.0f} s)")
     print(f"leaks: {leaks}; skipped variants (empty or unchanged): {notes['variants_skipped_empty_or_unchanged']}")
-    print(f"spans: {notes['spans']} annotated, {notes['spans_not_in_text']} not found in the issue text (patch quotes etc.)")
+    print(f"spans: {notes['spans']} annotated, {notes['spans_not_in_text']} not found in the issue text "
+          "(patch quotes etc.)")
     print(f"mean brief/original length: {ratio:.3f}")
     ok = leaks == 0 and mask_s <= args.target_seconds
     print("PASS" if ok else "FAIL")

@@ -40,15 +40,15 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tasks.domains.or_toml import read_cases
-from tasks.orclarify.decompose import (
+from tasks.domains.or_toml import read_cases  # noqa: E402
+from tasks.orclarify.decompose import (  # noqa: E402
     DecomposeInput,
     Segment,
     classify,
     local_batch,
     similarities,
 )
-from tasks.records import Case, Unit
+from tasks.records import Case, Unit  # noqa: E402
 
 DEFAULT_DATA = ROOT.parent / "shared" / "data" / "or-clarify"
 OUT = ROOT / "benchmarks" / "out" / "or_decompose.json"
@@ -161,7 +161,9 @@ def evaluate(cases: list[Case]) -> list[dict]:
 
 
 def summarise(rows: list[dict]) -> dict:
-    total = lambda key: sum(r[key] for r in rows)
+    def total(key):
+        return sum(r[key] for r in rows)
+
     n_gold, matched = total("n_gold"), total("matched")
     confusion = Counter((g, p) for r in rows for g, p in r["confusion"])
     return {

@@ -103,7 +103,7 @@ def annotate_rows(cases) -> list[dict]:
     outputs = run_role(SPEC, inputs, RoleConfig())
 
     judge_inputs, judge_keys = [], []
-    for i, ((ci, case, slot), out) in enumerate(zip(meta, outputs)):
+    for i, ((_ci, case, slot), out) in enumerate(zip(meta, outputs)):
         for other in case.hidden_slots:
             rubric = rubric_from_slot(case, other)
             for question in out.reference_questions:

@@ -127,11 +127,13 @@ def main(argv: list[str] | None = None) -> int:
     short = {c.value: c.key for c in Category} | {"irrelevant": "irrelevant"}
     print(f"CLARITI workbook: {len(df)} rows, {len(rows)} questions; labels by the LOCAL classifier (not the paper's)")
     print()
-    head = f"{'system':<11} {'issues':>6} {'q/issue':>8} {'README':>7}  " + " ".join(f"{short[l][:10]:>10}" for l in LABELS)
+    head = (f"{'system':<11} {'issues':>6} {'q/issue':>8} {'README':>7}  "
+            + " ".join(f"{short[lab][:10]:>10}" for lab in LABELS))
     print(head)
     for system, r in report["systems"].items():
-        shares = " ".join(f"{100 * r['label_share'][l]:9.1f}%" for l in LABELS)
-        print(f"{system:<11} {r['issues']:>6} {r['questions_per_issue']:8.2f} {r['readme_questions_per_issue']:7.2f}  {shares}")
+        shares = " ".join(f"{100 * r['label_share'][lab]:9.1f}%" for lab in LABELS)
+        print(f"{system:<11} {r['issues']:>6} {r['questions_per_issue']:8.2f} "
+              f"{r['readme_questions_per_issue']:7.2f}  {shares}")
     print()
     ours = report["error_information_share"]["ours"]
     print(f"Error Information share: CLARITI {100 * ours['CLARITI']:.1f}% vs GPT-5 {100 * ours['GPT-5']:.1f}% "
@@ -139,8 +141,8 @@ def main(argv: list[str] | None = None) -> int:
     print()
     print("Fidelity PROXY: predicted category among the issue's hidden categories (rewrite 3), vs chance from the "
           "same label mix")
-    print(f"{'system':<11} {'scored q':>8} {'hit':>7} {'chance':>7} {'hit*':>7} {'chance*':>8}   (* = code-location probe "
-          "counted as Implementation Details)")
+    print(f"{'system':<11} {'scored q':>8} {'hit':>7} {'chance':>7} {'hit*':>7} {'chance*':>8}   "
+          "(* = code-location probe counted as Implementation Details)")
     for system, r in report["systems"].items():
         h = r["hidden_proxy"]
         print(f"{system:<11} {h['questions_scored']:>8} {100 * h['predicted_in_hidden']:6.1f}% "
@@ -148,8 +150,9 @@ def main(argv: list[str] | None = None) -> int:
               f"{100 * h['chance_probe_as_impl']:7.1f}%")
     rt = report["runtime_s"]
     print()
-    print(f"runtime: workbook load {rt['load_workbook']:.1f} s, parse {rt['parse']:.2f} s, classify {rt['classify']:.1f} s "
-          f"({rt['questions_per_s']:.0f} questions/s, embedding cache state affects this)")
+    print(f"runtime: workbook load {rt['load_workbook']:.1f} s, parse {rt['parse']:.2f} s, "
+          f"classify {rt['classify']:.1f} s ({rt['questions_per_s']:.0f} questions/s, "
+          "embedding cache state affects this)")
 
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -1,6 +1,7 @@
 """Information value on real agent outcomes: Ambig-SWE runs joined with the CLARITI workbook.
 
-    .venv/bin/python benchmarks/shap_ambig.py [--ambig ../shared/data/ambig-swe] [--workbook ../shared/data/clariti/data.xlsx]
+    .venv/bin/python benchmarks/shap_ambig.py [--ambig ../shared/data/ambig-swe]
+        [--workbook ../shared/data/clariti/data.xlsx]
 
 Rows: one per (instance, condition, agent model) from the three Ambig-SWE outcome files; presence of each
 category = the workbook's annotation of the full issue, with error, reproduction and expected behaviour set absent
@@ -43,7 +44,7 @@ def analyse(name: str, table, seed: int = 0) -> dict:
     cats = weights["categories"]
     return {
         "analysis": name,
-        "rows": int(len(table)),
+        "rows": len(table),
         "resolved_rate": round(float(table["resolved"].mean()), 4),
         "features": names,
         "cv_auc": round(fit.metrics["auc"], 4),
@@ -51,7 +52,8 @@ def analyse(name: str, table, seed: int = 0) -> dict:
         "brier": round(fit.metrics["brier"], 4),
         "brier_base_rate": round(fit.metrics["brier_base_rate"], 4),
         "weights": {c: {k: round(float(cats[c][k]), 4) for k in ("weight", "ci_low", "ci_high", "mean_signed")
-                        if k in cats[c]} | {"present_minus_absent": round(float(cats[c].get("present_minus_absent", 0.0)), 4)}
+                        if k in cats[c]}
+                       | {"present_minus_absent": round(float(cats[c].get("present_minus_absent", 0.0)), 4)}
                     for c in FEATURES},
         "ranking": weights["ranking"],
         "spearman_vs_paper": round(float(explain.spearman(weights["ranking"], PAPER_RANKING)), 4),

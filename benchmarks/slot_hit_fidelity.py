@@ -29,7 +29,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 TARGET = 0.90
-HALVES = {"cases 1-50 (tuning)": range(0, 50), "cases 51-100 (held out)": range(50, 100), "all": range(0, 10**6)}
+HALVES = {"cases 1-50 (tuning)": range(50), "cases 51-100 (held out)": range(50, 100), "all": range(10**6)}
 
 
 def judge_pairs(cases, n_similar: int):

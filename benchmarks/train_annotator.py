@@ -31,6 +31,7 @@ import importlib.util
 import json
 import sys
 import time
+from itertools import pairwise
 from pathlib import Path
 
 import numpy as np
@@ -90,6 +91,7 @@ def issue_folds(n: int, k: int, seed: int) -> np.ndarray:
 def _fit_trees(x: np.ndarray, y: np.ndarray, seed: int = SEED) -> dict[str, np.ndarray]:
     """One LightGBM binary classifier per category; their trees as UnitScorer arrays."""
     import lightgbm as lgb
+
     from tasks.roles.annotator import trees_from_lightgbm
 
     dumps = []
@@ -105,6 +107,7 @@ def _fit_trees(x: np.ndarray, y: np.ndarray, seed: int = SEED) -> dict[str, np.n
 
 def _text_matrix(prepared, rows):
     import scipy.sparse as sp
+
     from tasks.roles.annotator import TEXT_BITS
 
     blocks = [prepared[k].hashed for k in rows]
@@ -115,6 +118,7 @@ def _text_matrix(prepared, rows):
 def _fit_text(prepared, labels, rows) -> dict[str, np.ndarray]:
     """Per category a logistic regression on the hashed unit text; its weights as UnitScorer arrays."""
     from sklearn.linear_model import LogisticRegression
+
     from tasks.roles.annotator import TEXT_BITS
 
     x = _text_matrix(prepared, rows)
@@ -175,7 +179,7 @@ class SpanGeometry:
         self.groups = unit_groups(text, units)
         self.starts = np.array([u.start for u in units], dtype=np.int64)
         self.ends = np.array([u.end for u in units], dtype=np.int64)
-        self.joins = np.array([_only_fences(text[a.end : b.start]) for a, b in zip(units, units[1:])], dtype=bool)
+        self.joins = np.array([_only_fences(text[a.end : b.start]) for a, b in pairwise(units)], dtype=bool)
         self.gold: list[list[list[tuple[int, int]]]] = []
         self.gold_cum: list[np.ndarray] = []
         for cat in ORDER:
@@ -269,6 +273,7 @@ def frontier_plot(front: dict, achieved: dict, path: Path, recall_target: float,
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
     from matplotlib.patches import Rectangle
+
     from tasks.store import atomic_write_bytes
 
     fig = Figure(figsize=(11, 6.6), dpi=100)

@@ -90,7 +90,8 @@ def main(argv: list[str] | None = None) -> int:
 
     if run_main(check):
         return EXIT_INPUT
-    return run_main(lambda: print(describe(build_flow()(domain=args.domain, params=args.params, refresh_cache=args.refresh_cache))))
+    return run_main(lambda: print(describe(
+        build_flow()(domain=args.domain, params=args.params, refresh_cache=args.refresh_cache))))
 
 
 if __name__ == "__main__":

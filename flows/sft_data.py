@@ -95,8 +95,8 @@ def sft_data(params: str = "params.yaml") -> dict:
     if choices is not None:
         opts = cfg.sft_data.published
         roles = describe_roles(cfg.roles)
-        judges = ", ".join(f"{n} {roles[n].get('model') or roles[n]['backend']}" for n in ("redundancy_judge", "answerability_judge",
-                                                                    "question_classifier"))
+        judges = ", ".join(f"{n} {roles[n].get('model') or roles[n]['backend']}"
+                           for n in ("redundancy_judge", "answerability_judge", "question_classifier"))
         metrics["published_targets"] = {
             "source": f"{opts.workbook}: {opts.column}", "min_reward": opts.min_reward,
             "reward_backend": f"staged reward ({judges})",

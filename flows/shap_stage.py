@@ -115,7 +115,7 @@ def shap_stage(params: str = "params.yaml") -> dict:
     metrics = {
         "backend": f"lightgbm + TreeSHAP on {label}",
         "source": cfg.source,
-        "runs": int(len(table)),
+        "runs": len(table),
         "resolved_rate": round(float(table["resolved"].mean()), 4),
         "cv": {k: v for k, v in fit.metrics.items() if isinstance(v, int | float)},
         "calibration": {

@@ -119,7 +119,8 @@ def train(stage: str = "sft", params: str = "params.yaml") -> dict:
     if is_main_process():
         atomic_write_json(root / "data" / "metrics" / "stages" / f"{stage}.json",
                           _metrics(result, stage, cfg.training.profile, extra))
-    return {"stage": stage, "steps": result.steps, "seconds": round(time.monotonic() - started, 1), "out": str(out_dir.relative_to(root))}
+    return {"stage": stage, "steps": result.steps, "seconds": round(time.monotonic() - started, 1),
+            "out": str(out_dir.relative_to(root))}
 
 
 def _grpo(root, cfg, profile, rows, out_dir):

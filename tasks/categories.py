@@ -5,7 +5,7 @@ from __future__ import annotations
 from enum import Enum
 
 
-class Category(str, Enum):
+class Category(str, Enum):  # noqa: UP042 - StrEnum would change str() and format() of every record
     ERROR = "Error Information"
     REPRODUCTION = "Reproduction Steps"
     EXPECTED = "Expected Behavior"
@@ -19,7 +19,7 @@ class Category(str, Enum):
         return _KEYS[self]
 
     @classmethod
-    def parse(cls, value: str) -> "Category":
+    def parse(cls, value: str) -> Category:
         """Accept the dataset label or the short key; raise ValueError naming the valid choices."""
         for cat in cls:
             if value == cat.value or value == cat.key:

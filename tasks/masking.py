@@ -82,7 +82,9 @@ def locate(text: str, span: str) -> list[tuple[int, int]]:
     return sorted(iv for piece in pieces for iv in find_all(text, piece))
 
 
-def locate_all(text: str, spans: Iterable[tuple[Category, str]]) -> tuple[list[LocatedSpan], list[tuple[Category, str]]]:
+def locate_all(
+    text: str, spans: Iterable[tuple[Category, str]]
+) -> tuple[list[LocatedSpan], list[tuple[Category, str]]]:
     """Locate annotated spans; returns (located occurrences, spans not found in the text)."""
     located: list[LocatedSpan] = []
     missing: list[tuple[Category, str]] = []
@@ -227,7 +229,7 @@ def _tidy(prefix: str, body: str) -> str:
     return prefix + body
 
 
-def _renumber(original: list[str], keep: list[str | None], lines: list["_Line"]) -> None:
+def _renumber(original: list[str], keep: list[str | None], lines: list[_Line]) -> None:
     """Renumber a numbered list that lost items, so "1. 2. 3." minus item 1 reads "1. 2." again."""
     i = 0
     while i < len(original):
@@ -326,15 +328,15 @@ def mask_text(text: str, intervals: Iterable[tuple[int, int]]) -> str:
         for members in fences.values():
             inner = [i for i in members if not lines[i].fence]
             delims = [i for i in members if lines[i].fence]
-            if any(keep[i] is not None for i in delims) and any(touched[i] for i in inner):
-                if all(keep[i] is None or not keep[i].strip() for i in inner):
-                    for i in members:
-                        if keep[i] is not None:
-                            keep[i] = None
-                            touched[i] = True
-                            changed = True
+            if (any(keep[i] is not None for i in delims) and any(touched[i] for i in inner)
+                    and all(keep[i] is None or not keep[i].strip() for i in inner)):
+                for i in members:
+                    if keep[i] is not None:
+                        keep[i] = None
+                        touched[i] = True
+                        changed = True
         # headers and labels whose body was removed
-        for i, raw in enumerate(original):
+        for i in range(len(original)):
             if keep[i] is None or lines[i].code or lines[i].fence or not _is_label(keep[i]):
                 continue
             body = [j for j in _body_lines(i, lines, original) if original[j].strip()]

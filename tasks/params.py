@@ -40,7 +40,7 @@ class SweConstructParams(Section):
     chunk_size: int = Field(default=32, ge=1)
 
     @model_validator(mode="after")
-    def _range(self) -> "SweConstructParams":
+    def _range(self) -> SweConstructParams:
         if self.min_hidden > self.max_hidden:
             raise ValueError("min_hidden must not exceed max_hidden")
         if isinstance(self.variants_per_issue, int) and self.variants_per_issue < 1:
@@ -66,7 +66,7 @@ class OptimizationConstructParams(Section):
     chunk_size: int = Field(default=4, ge=1)
 
     @model_validator(mode="after")
-    def _range(self) -> "OptimizationConstructParams":
+    def _range(self) -> OptimizationConstructParams:
         if self.min_hidden > self.max_hidden:
             raise ValueError("min_hidden must not exceed max_hidden")
         return self
@@ -173,7 +173,8 @@ class Params(Section):
 
     def reward_config(self) -> RewardConfig:
         """``reward`` with the judge roles taken from ``roles`` (one place configures each role)."""
-        judges = {name: self.roles.get(name) for name in ("redundancy_judge", "answerability_judge", "question_classifier")}
+        judges = {name: self.roles.get(name)
+                  for name in ("redundancy_judge", "answerability_judge", "question_classifier")}
         return self.reward.model_copy(update={"judges": self.reward.judges.model_validate(judges)})
 
 

@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import signal
 import socket
@@ -85,7 +86,7 @@ def start(
     env.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
     env.setdefault("DO_NOT_TRACK", "1")
     env.pop("PREFECT_API_URL", None)
-    log = open(folder / "server.log", "ab")
+    log = open(folder / "server.log", "ab")  # noqa: SIM115 - the server process keeps writing to it
     proc = subprocess.Popen(
         [sys.executable, "-m", "prefect", "server", "start", "--host", host, "--port", str(port)],
         stdout=log,
@@ -117,10 +118,8 @@ def stop_pid(pid: int, timeout: float = 15.0) -> None:
     while time.monotonic() < deadline and _pid_alive(pid):
         time.sleep(0.2)
     if _pid_alive(pid):
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.killpg(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
 
 
 def stop(root: Path, folder: Path | None = None) -> bool:

@@ -171,7 +171,8 @@ def read_jsonl(path: Path, model: type[M]) -> list[M]:
         try:
             data = json.loads(line)
         except json.JSONDecodeError as err:
-            raise InputError(path, f"malformed JSON ({err.msg} at column {err.colno})", record=f"line {lineno}") from None
+            raise InputError(path, f"malformed JSON ({err.msg} at column {err.colno})",
+                             record=f"line {lineno}") from None
         if not isinstance(data, dict):
             raise InputError(path, "expected a JSON object", record=f"line {lineno}")
         rows.append(parse_record(model, data, path=path, record=f"line {lineno}"))

@@ -41,7 +41,8 @@ for key, value in {
 @pytest.fixture(scope="session")
 def prefect_api() -> str:
     """A real Prefect server on a free loopback port, shared by the whole test run."""
-    assert "prefect" not in sys.modules or os.environ.get("PREFECT_API_URL"), "prefect imported before the server fixture"
+    assert "prefect" not in sys.modules or os.environ.get("PREFECT_API_URL"), \
+        "prefect imported before the server fixture"
     from tasks import prefect_server
 
     folder = _TMP / "server"
@@ -125,7 +126,8 @@ def run(repo: Path, *args: str, check: bool = True, timeout: float = 300) -> sub
     env["PYTHONPATH"] = str(repo)
     proc = subprocess.run(list(args), cwd=repo, env=env, capture_output=True, text=True, timeout=timeout)
     if check and proc.returncode != 0:
-        raise AssertionError(f"{' '.join(args)} exited {proc.returncode}\nstdout:\n{proc.stdout}\nstderr:\n{proc.stderr}")
+        raise AssertionError(f"{' '.join(args)} exited {proc.returncode}\n"
+                             f"stdout:\n{proc.stdout}\nstderr:\n{proc.stderr}")
     return proc
 
 

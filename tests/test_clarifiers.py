@@ -5,6 +5,7 @@ models for their LLM backends, and end to end through the episode loop with loca
 from __future__ import annotations
 
 import json
+import re
 import time
 
 import pytest
@@ -247,7 +248,7 @@ def test_readygate_caps_blocks_per_turn(tmp_path):
 def test_method_options_are_checked():
     with pytest.raises(InputError, match="max_blocks_per_turn"):
         get_method("readygate", options={"max_blocks_per_turn": -1})
-    with pytest.raises(InputError, match="evaluate.methods.freeqa"):
+    with pytest.raises(InputError, match=re.escape("evaluate.methods.freeqa")):
         get_method("freeqa", options={"temperature": 0.2})
 
 
@@ -424,14 +425,14 @@ def test_policy_adapter_must_exist(tmp_path):
         get_method("policy", options={"adapter": str(tmp_path / "missing")})
     assert "evaluate.methods.policy" in str(err.value)
     (tmp_path / "empty").mkdir()
-    with pytest.raises(InputError, match="adapter_config.json"):
+    with pytest.raises(InputError, match=re.escape("adapter_config.json")):
         get_method("policy", options={"adapter": str(tmp_path / "empty")})
     assert get_method("policy", options={"adapter": None}).options.adapter is None
 
 
 def test_policy_maps_a_recorded_smollm2_label_back_to_the_loadable_base(tmp_path):
-    from tasks.training.policy import adapter_base as _recorded_base
     from tasks.training.models import model_label
+    from tasks.training.policy import adapter_base as _recorded_base
     from tasks.training.profiles import SMOLLM2
 
     cases = [(model_label(SMOLLM2), SMOLLM2), (SMOLLM2, SMOLLM2), ("org/other-model", "org/other-model")]

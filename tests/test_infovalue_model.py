@@ -61,7 +61,7 @@ def test_treeshap_matches_pred_contrib(planted):
     assert explain.check_agreement(values, contrib[:, :-1]) <= 1e-6
     raw = fit.model.predict(fit.X, raw_score=True)
     np.testing.assert_allclose(contrib.sum(axis=1), raw, atol=1e-9)  # additivity
-    with pytest.raises(explain.ShapMismatchError, match="disagree.*feature reproduction"):
+    with pytest.raises(explain.ShapMismatchError, match=r"disagree.*feature reproduction"):
         bumped = values.copy()
         bumped[3, 1] += 1e-3
         explain.check_agreement(bumped, contrib[:, :-1], names=fit.feature_names)

@@ -79,7 +79,7 @@ def test_per_model_offsets(big):
 
 
 def test_custom_effects_and_bad_simulation_params():
-    flat = {c: 0.0 for c in FEATURES}
+    flat = dict.fromkeys(FEATURES, 0.0)
     df = runs.simulate_runs(n_variants=2000, agent_models=["m"], effects={**flat, "external_refs": 3.0},
                             intercept=-1.5, noise=0.0, seed=3)
     gap = {c: df.loc[df[c] == 1, "resolved"].mean() - df.loc[df[c] == 0, "resolved"].mean() for c in FEATURES}
@@ -109,7 +109,7 @@ def _raises(df: pd.DataFrame, field: str, **kw) -> InputError:
 
 def test_valid_table_passes_and_is_typed():
     df = _small()
-    loose = df.astype({c: "float64" for c in FEATURES})
+    loose = df.astype(dict.fromkeys(FEATURES, "float64"))
     out = runs.validate_runs(loose, "runs.csv", min_per_class=5)
     assert list(out.columns) == list(COLUMNS)
     assert out["error_info"].dtype == np.int64
@@ -206,7 +206,7 @@ def _write_cases(path: Path, cases: list[Case]) -> Path:
     return path
 
 
-E, R, X, I = Category.ERROR, Category.REPRODUCTION, Category.EXPECTED, Category.IMPLEMENTATION
+E, R, X, I = Category.ERROR, Category.REPRODUCTION, Category.EXPECTED, Category.IMPLEMENTATION  # noqa: E741
 
 
 @pytest.fixture

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -27,14 +28,17 @@ def _dup(row: dict, **changes) -> dict:
 
 CASES = {
     "malformed_json": ([GOOD[0], '{"instance_id": "x__y-t09", "text": ', GOOD[1]], "record line 2: malformed JSON"),
-    "missing_field": ([GOOD[0], {k: v for k, v in GOOD[1].items() if k != "text"}], "record line 2: field 'text': Field required"),
+    "missing_field": ([GOOD[0], {k: v for k, v in GOOD[1].items() if k != "text"}],
+                      "record line 2: field 'text': Field required"),
     "unknown_category": (
         [_dup(GOOD[0], spans=[{"category": "Vibes", "text": "Widget.resize() raises"}])],
         "field 'spans.0.category': Value error, unknown category 'Vibes'",
     ),
-    "duplicate_ids": ([GOOD[0], GOOD[1], _dup(GOOD[2], instance_id=GOOD[0]["instance_id"])], "record 3: field 'instance_id': duplicate id"),
+    "duplicate_ids": ([GOOD[0], GOOD[1], _dup(GOOD[2], instance_id=GOOD[0]["instance_id"])],
+                      "record 3: field 'instance_id': duplicate id"),
     "empty_text": ([_dup(GOOD[0], text="   \n ", spans=[])], "field 'text': Value error, issue text is empty"),
-    "span_not_in_text": ([_dup(GOOD[0], spans=[{"category": "Error Information", "text": "this sentence is not in the issue"}])],
+    "span_not_in_text": ([_dup(GOOD[0], spans=[{"category": "Error Information",
+                                                 "text": "this sentence is not in the issue"}])],
                          "field 'spans.0.text': span text does not occur in the issue text"),
 }
 
@@ -58,12 +62,13 @@ def test_non_utf8_file_is_rejected(tmp_path):
 
 
 def test_clariti_mapping_errors_name_the_row():
-    with pytest.raises(InputError, match="row 7 .*field 'category_mapping': malformed JSON"):
+    with pytest.raises(InputError, match=r"row 7 .*field 'category_mapping': malformed JSON"):
         parse_category_mapping("{not json", path=Path("data.xlsx"), record="row 7 (x)")
     with pytest.raises(InputError, match="unknown category 'Mood'"):
         parse_category_mapping('{"Mood": {"present": true, "examples": []}}', path=Path("data.xlsx"), record="row 8")
     spans, present = parse_category_mapping(
-        '{"Error Information": {"present": true, "examples": ["boom happens"]}, "Reproduction Steps": {"present": false, "examples": []}}',
+        '{"Error Information": {"present": true, "examples": ["boom happens"]}, '
+        '"Reproduction Steps": {"present": false, "examples": []}}',
         path=Path("data.xlsx"), record="row 9",
     )
     assert [s.text for s in spans] == ["boom happens"] and [p.key for p in present] == ["error_info"]
@@ -76,7 +81,8 @@ def test_bad_params_name_the_field(tmp_path):
     from tasks.domains.swe import DOMAIN
 
     cfg = load_params(path)
-    with pytest.raises(InputError, match="field 'construct.swe': Value error, min_hidden must not exceed max_hidden"):
+    with pytest.raises(InputError,
+                       match=re.escape("field 'construct.swe': Value error, min_hidden must not exceed max_hidden")):
         DOMAIN.parse_params(path, cfg.construct_["swe"])
 
 
@@ -121,16 +127,20 @@ def test_swebench_source_reads_a_local_dataset_offline(tmp_path):
     from tasks.params import SweConstructParams
 
     rows = [
-        {"instance_id": "acme__widgets-1", "repo": "acme/widgets", "problem_statement": GOOD[0]["text"], "hints_text": ""},
+        {"instance_id": "acme__widgets-1", "repo": "acme/widgets", "problem_statement": GOOD[0]["text"],
+         "hints_text": ""},
         {
-            "instance_id": "acme__widgets-2", "repo": "acme/widgets", "problem_statement": GOOD[1]["text"], "hints_text": "",
-            "category_mapping": json.dumps({"Error Information": {"present": True, "examples": [GOOD[1]["spans"][0]["text"]]}}),
+            "instance_id": "acme__widgets-2", "repo": "acme/widgets", "problem_statement": GOOD[1]["text"],
+            "hints_text": "",
+            "category_mapping": json.dumps(
+                {"Error Information": {"present": True, "examples": [GOOD[1]["spans"][0]["text"]]}}
+            ),
         },
     ]
     path = tmp_path / "swebench.jsonl"
     _write_lines(path, rows)
     cfg = SweConstructParams(source="swebench", swebench={"path": str(path)}, on_unannotated="error")
-    with pytest.raises(InputError, match="1 of 2 issues have no span annotations .*acme__widgets-1"):
+    with pytest.raises(InputError, match=r"1 of 2 issues have no span annotations .*acme__widgets-1"):
         load_issues(cfg, tmp_path)
     both = load_issues(cfg.model_copy(update={"on_unannotated": "annotate"}), tmp_path)
     assert [i.spans is None for i in both] == [True, False]
@@ -173,4 +183,5 @@ def test_annotate_chunk_records_llm_failures_instead_of_crashing():
     raw = [{k: v for k, v in GOOD[0].items() if k not in ("spans", "present")}]
     out = annotate_chunk(raw, RoleConfig(backend="llm", model=model, max_regenerations=1).model_dump(mode="json"))
     assert out["issues"] == []
-    assert out["failures"][0]["instance_id"] == GOOD[0]["instance_id"] and out["failures"][0]["kind"] == "invalid_output"
+    assert out["failures"][0]["instance_id"] == GOOD[0]["instance_id"] \
+        and out["failures"][0]["kind"] == "invalid_output"

@@ -104,7 +104,7 @@ knowledge_boundary = "Knows the hidden facts when asked; invents nothing else."
 [solver_verification]
 status = "not_run"
 notes = ""
-'''
+'''  # noqa: E501 - TOML fixture written to disk verbatim; its long values stay on one line
 
 
 # ---- helpers ------------------------------------------------------------------------------------------------------
@@ -704,7 +704,8 @@ def test_local_gap_searches_skip_an_objective_the_transcript_settled_in_other_wo
     turns = [R.PublicTurn(turn=1, speaker="agent", content="QUESTION: What should this plan maximise or minimise?"),
              R.PublicTurn(turn=1, speaker="user", content=USER_PREFIX + "The largest monthly revenue.")]
     unsure = [turns[0], R.PublicTurn(turn=1, speaker="user", content=USER_PREFIX + NEEDS_CONFIRMATION)]
-    for search in (lambda t: [u.category for u in R.gap_search_local(R.GapSearchInput(brief=BRIEF, transcript=t)).updates],
+    for search in (lambda t: [u.category for u in R.gap_search_local(R.GapSearchInput(brief=BRIEF,
+                                                                                      transcript=t)).updates],
                    lambda t: [g.category for g in R.open_gap_search_local(R.OpenGapSearchInput(brief=BRIEF,
                                                                                             transcript=t)).gaps]):
         assert search([])[0] == "objective" and search(unsure)[0] == "objective"

@@ -74,7 +74,8 @@ def test_cpu_profile_runs_in_process(tmp_path, capsys, monkeypatch):
 def test_accelerate_settings_follow_the_profile():
     assert get_profile("cpu").accelerate is None
     cpu = get_profile("cpu", {"accelerate": {"num_processes": 2}})
-    assert accelerate_config(cpu)["mixed_precision"] == "no" and accelerate_config(cpu)["distributed_type"] == "MULTI_CPU"
+    assert accelerate_config(cpu)["mixed_precision"] == "no" \
+        and accelerate_config(cpu)["distributed_type"] == "MULTI_CPU"
     with pytest.raises(InputError, match="contradicts bf16=False"):
         get_profile("cpu", {"accelerate": {"mixed_precision": "bf16"}})
 

@@ -144,14 +144,16 @@ def test_one_failure_does_not_stop_the_batch(client, mock):
         return "broken" if n == 2 else json.dumps({"value": n})
 
     model, _ = mock(rule=rule)
-    outs = client.map_structured(role="r", cfg=cfg(model, max_regenerations=1), messages=[ask(1), ask(2), ask(3)], schema=Answer)
+    outs = client.map_structured(role="r", cfg=cfg(model, max_regenerations=1), messages=[ask(1), ask(2), ask(3)],
+                                 schema=Answer)
     assert outs[0] == Answer(value=1) and outs[2] == Answer(value=3)
     assert isinstance(outs[1], RoleFailure)
 
 
 def test_concurrency_bound_is_respected(client, mock):
     model, script = mock(rule=doubling, latency_s=0.05)
-    outs = client.map_structured(role="r", cfg=cfg(model, concurrency=4), messages=[ask(i) for i in range(24)], schema=Answer)
+    outs = client.map_structured(role="r", cfg=cfg(model, concurrency=4), messages=[ask(i) for i in range(24)],
+                                 schema=Answer)
     assert outs == [Answer(value=2 * i) for i in range(24)]
     assert script.max_in_flight == 4
 
@@ -159,7 +161,8 @@ def test_concurrency_bound_is_respected(client, mock):
 def test_rpm_spaces_request_starts(client, mock):
     model, _ = mock(rule=doubling)
     started = time.perf_counter()
-    client.map_structured(role="r", cfg=cfg(model, rpm=1200, concurrency=16), messages=[ask(i) for i in range(11)], schema=Answer)
+    client.map_structured(role="r", cfg=cfg(model, rpm=1200, concurrency=16), messages=[ask(i) for i in range(11)],
+                          schema=Answer)
     assert time.perf_counter() - started >= 10 * 60 / 1200 * 0.95
 
 

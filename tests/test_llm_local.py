@@ -38,15 +38,17 @@ def test_smollm2_gguf_is_found_without_importing_its_package():
 
 
 def test_unknown_local_model_is_a_provider_failure_not_a_retry():
-    from tasks.llm.client import LLMClient
     from pydantic import BaseModel
+
+    from tasks.llm.client import LLMClient
 
     class Out(BaseModel):
         text: str
 
     client = LLMClient(use_cache=False, backoff_s=0.001)
     [out] = client.map_structured(
-        role="r", cfg=RoleConfig(backend="llm", model="local/no-such-model"), messages=[[{"role": "user", "content": "hi"}]], schema=Out
+        role="r", cfg=RoleConfig(backend="llm", model="local/no-such-model"),
+        messages=[[{"role": "user", "content": "hi"}]], schema=Out,
     )
     assert isinstance(out, RoleFailure) and out.kind == "provider" and "no-such-model" in out.message
 
@@ -59,10 +61,12 @@ def test_smollm2_answers_a_chat_offline(tmp_path, monkeypatch):
 
     client = LLMClient(use_cache=False)
     cfg = RoleConfig(backend="llm", model="local/smollm2-135m-instruct", max_tokens=16)
-    reply = client.complete(role="chat", cfg=cfg, messages=[{"role": "user", "content": "What is the capital of France?"}])
+    reply = client.complete(role="chat", cfg=cfg,
+                            messages=[{"role": "user", "content": "What is the capital of France?"}])
     assert "paris" in reply.lower()
     assert (converted_dir() / "model.safetensors").is_file()
     usage = client.accounting.snapshot()["chat"]
     assert usage["provider_calls"] == 1 and 0 < usage["completion_tokens"] <= 16
     # greedy by default: the same prompt gives the same text
-    assert client.complete(role="chat", cfg=cfg, messages=[{"role": "user", "content": "What is the capital of France?"}]) == reply
+    assert client.complete(role="chat", cfg=cfg,
+                           messages=[{"role": "user", "content": "What is the capital of France?"}]) == reply

@@ -90,7 +90,8 @@ def test_fluency_rules(all_cases):
             if line.lstrip().startswith("```"):
                 in_code = not in_code
                 if in_code:
-                    assert i + 1 < len(lines) and not lines[i + 1].lstrip().startswith("```"), f"empty fence in {case.case_id}"
+                    assert i + 1 < len(lines) and not lines[i + 1].lstrip().startswith("```"), \
+                        f"empty fence in {case.case_id}"
                 continue
             if in_code:
                 continue
@@ -106,7 +107,8 @@ def test_fluency_rules(all_cases):
 def test_orphaned_header_and_traceback_label_are_removed():
     text = (
         "Title line\n\nSome context here about the bug.\n\nTraceback:\n```\nTraceback (most recent call last):\n"
-        "  File \"a.py\", line 1\nValueError: boom\n```\n\n### Environment\n- lib 1.2.3 on Linux\n\n### Expected\nIt should work fine."
+        "  File \"a.py\", line 1\nValueError: boom\n```\n\n### Environment\n- lib 1.2.3 on Linux\n\n"
+        "### Expected\nIt should work fine."
     )
     tb = 'Traceback (most recent call last):\n  File "a.py", line 1\nValueError: boom'
     env = "lib 1.2.3 on Linux"
@@ -132,7 +134,8 @@ def test_whitespace_insensitive_location():
 
 
 def test_case_ids_are_safe_and_stable():
-    assert case_id_for("psf__requests-s01", (Category.ERROR, Category.VERSION_ENV)) == "psf__requests-s01__error_info+version_env"
+    assert case_id_for("psf__requests-s01", (Category.ERROR, Category.VERSION_ENV)) \
+        == "psf__requests-s01__error_info+version_env"
 
 
 def test_mini_fixture_masks_like_the_samples():

@@ -66,7 +66,8 @@ def test_written_toml_is_the_published_format_and_reads_back(built, tmp_path):
         first = (tmp_path / "a" / "toml" / f"{case.case_id}.toml").read_bytes()
         assert first == (tmp_path / "b" / "toml" / f"{case.case_id}.toml").read_bytes()
         data = tomllib.loads(first.decode())
-        assert list(data) == ["metadata", "problem_units", "hidden_slots", "initial_brief", "simulator", "solver_verification"]
+        assert list(data) == ["metadata", "problem_units", "hidden_slots", "initial_brief", "simulator",
+                              "solver_verification"]
         assert "seed" not in data["metadata"] and "construction" not in data
         back = read_case(tmp_path / "a" / "toml" / f"{case.case_id}.toml")
         assert back.units == case.units and back.hidden_slots == case.hidden_slots and back.brief == case.brief
@@ -101,10 +102,12 @@ def test_hidden_choice_follows_the_params():
 
 
 def test_local_brief_joins_prose_and_keeps_tables_apart():
-    units = [Unit(id="U1", kind="context", content="We bake bread."), Unit(id="U2", kind="data", content="Rye sells for 3 euros."),
+    units = [Unit(id="U1", kind="context", content="We bake bread."),
+             Unit(id="U2", kind="data", content="Rye sells for 3 euros."),
              Unit(id="U3", kind="data", content="Stock:\n\n| a | b |\n|---|---|\n| 1 | 2 |"),
              Unit(id="U4", kind="objective", content="Maximise profit.")]
-    assert join_units(units) == "We bake bread. Rye sells for 3 euros.\n\nStock:\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\nMaximise profit."
+    assert join_units(units) == ("We bake bread. Rye sells for 3 euros.\n\nStock:\n\n| a | b |\n|---|---|\n| 1 | 2 |"
+                                 "\n\nMaximise profit.")
 
 
 @pytest.mark.prefect

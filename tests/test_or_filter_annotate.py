@@ -153,7 +153,8 @@ def test_validators_reject_bad_rubrics():
 
 
 def test_deterministic_and_run_role():
-    inputs = [SlotAnnotateInput(problem_id="bakery", unit=u, units=BAKERY) for u in BAKERY if u.id in ("U5", "U6", "U7")]
+    inputs = [SlotAnnotateInput(problem_id="bakery", unit=u, units=BAKERY)
+              for u in BAKERY if u.id in ("U5", "U6", "U7")]
     first = run_role(SPEC, inputs, RoleConfig())
     second = run_role(SPEC, inputs, RoleConfig())
     assert [o.model_dump() for o in first] == [o.model_dump() for o in second]

@@ -54,7 +54,8 @@ def ferry_case(**extra) -> Case:
                    semantic_hit_rule="Asks what to optimise.", failure_modes=["Maximising crossings instead"]),
     ]
     return Case(
-        metadata=CaseMetadata(benchmark="OR-Clarify", case_id="ferry_007", domain="optimization", source_id="ferry_007"),
+        metadata=CaseMetadata(benchmark="OR-Clarify", case_id="ferry_007", domain="optimization",
+                              source_id="ferry_007"),
         units=units,
         hidden_slots=slots,
         brief=Brief(content="A ferry company plans crossings.\n\n" + TRICKY_TABLE + "\n\n" + TRICKY_TEXT,

@@ -187,7 +187,8 @@ def test_served_deployment_has_the_params_cron(project, prefect_api):
 
     env = dict(os.environ, PYTHONPATH=str(project))
     env.pop("PREFECT_HOME", None)
-    proc = subprocess.Popen(env_python, cwd=project, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    proc = subprocess.Popen(env_python, cwd=project, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True)
     try:
         from prefect.client.orchestration import get_client
 
@@ -197,7 +198,7 @@ def test_served_deployment_has_the_params_cron(project, prefect_api):
             while time.monotonic() < deadline and deployment is None:
                 try:
                     deployment = client.read_deployment_by_name("pipeline/nightly-test")
-                except Exception:
+                except Exception:  # noqa: BLE001 - any failure means the deployment is not registered yet
                     assert proc.poll() is None, proc.stdout.read()
                     time.sleep(1)
         assert deployment is not None, "deployment never appeared"
@@ -211,8 +212,10 @@ def test_served_deployment_has_the_params_cron(project, prefect_api):
 
 def test_construct_annotates_raw_swebench_issues(project, prefect_api):
     """A local SWE-bench-format file with no annotations: the annotator role tags it, then it is masked."""
-    samples = [json.loads(line) for line in (project / "data" / "samples" / "swe" / "issues.jsonl").read_text().splitlines()]
-    raw = [{"instance_id": s["instance_id"], "repo": s.get("repo", ""), "problem_statement": s["text"], "hints_text": ""}
+    samples = [json.loads(line)
+               for line in (project / "data" / "samples" / "swe" / "issues.jsonl").read_text().splitlines()]
+    raw = [{"instance_id": s["instance_id"], "repo": s.get("repo", ""), "problem_statement": s["text"],
+            "hints_text": ""}
            for s in samples[:4]]
     (project / "raw.jsonl").write_text("".join(json.dumps(r) + "\n" for r in raw))
     params = yaml.safe_load((project / "params.yaml").read_text())

@@ -51,7 +51,8 @@ def _gate_result(suite: str, failed: list[tuple[str, str]] = (), passed: int = 3
 def seed_outputs(root: Path, *, with_swe_eval: bool = False) -> None:
     """Stage outputs as the stages write them (numbers made up for the test), one stage per kind of section."""
     stages = root / "data" / "metrics" / "stages"
-    _write(stages, "construct/swe.json", {"backend": "rules: span removal", "cases": 8, "issues": 4, "source": "samples",
+    _write(stages, "construct/swe.json", {"backend": "rules: span removal", "cases": 8, "issues": 4,
+                                          "source": "samples",
                                           "hidden_per_category": {"error_info": 3, "reproduction": 2}})
     _write(stages, "construct/optimization.json", {
         "backend": "rules: eligibility filter", "cases": 4, "problems": 4, "hidden_slots": 9, "source": "samples",
@@ -65,7 +66,8 @@ def seed_outputs(root: Path, *, with_swe_eval: bool = False) -> None:
     _write(stages, "grpo.json", {"backend": "TRL GRPO + LoRA, profile cpu", "steps": 1,
                                  "final_rewards": {"staged_total": 0.41, "diversity": 0.5}})
     _write(stages, "evaluate/optimization.json", {
-        "backend": "local backends for every evaluation role, served at http://10.1.2.3:8000", "cases": 2, "episodes": 6,
+        "backend": "local backends for every evaluation role, served at http://10.1.2.3:8000",
+        "cases": 2, "episodes": 6,
         "rows": {"open::freeqa": {"RunCount": 2, "AllSlotExactRestoreRate": 0.5, "PrematureStopRate": None},
                  "open::interopt": {"RunCount": 2, "AllSlotExactRestoreRate": 1.0, "PrematureStopRate": 0.0}}})
     _write(stages, "scheduler.json", {"backend": "cron", "runs_per_day": 1})  # a stage with no dedicated section
@@ -83,7 +85,8 @@ def seed_outputs(root: Path, *, with_swe_eval: bool = False) -> None:
         "open::freeqa": {"RunCount": 2, "CI95": {"AllSlotExactRestoreRate": [0.25, 0.75]}},
         "open::interopt": {"RunCount": 2, "CI95": {"AllSlotExactRestoreRate": [1.0, 1.0]}}})
     _write(root, "data/eval/optimization/run_config.json", {
-        "cases": "data/cases/optimization/cases.jsonl", "repeats": 3, "methods": [{"name": "freeqa"}, {"name": "interopt"}]})
+        "cases": "data/cases/optimization/cases.jsonl", "repeats": 3,
+        "methods": [{"name": "freeqa"}, {"name": "interopt"}]})
     _write(root, "data/eval/optimization/report.md", "# InterOPT Evaluation Report\n")
     if with_swe_eval:
         _write(stages, "evaluate/swe.json", {"backend": "swe_user (local)", "methods": {
@@ -251,7 +254,8 @@ def test_sections_show_what_each_stage_wrote(outputs):
         ["open::freeqa", "0.5 [0.25, 0.75]", "–", "2"], ["open::interopt", "1 [1, 1]", "0", "2"]]
     assert "Roles behind these numbers: decomposer: local; slot_annotator: llm." in md
     # the OR evaluation names every OR role it calls; the SWE one is not run yet
-    assert "or_open_user" in page.text("evaluate-optimization") and "slot_hit_judge" in page.text("evaluate-optimization")
+    assert "or_open_user" in page.text("evaluate-optimization") \
+        and "slot_hit_judge" in page.text("evaluate-optimization")
     assert "The evaluation's own report, with every table: data/eval/optimization/report.md." in md
     assert "Not run yet: no data/metrics/stages/evaluate/swe.json" in md
     # a stage without a dedicated section keeps its metric table, under "Other stages"
@@ -285,7 +289,7 @@ def test_nothing_run_yet_renders_every_section_as_not_run(tmp_path):
     inputs = ReportInputs.load(root, roles(), ["swe", "optimization"])
     report = write_report("T", inputs, tmp_path / "report")
     page = Page((tmp_path / "report" / "report.html").read_text())
-    assert {s: page.stages()[s]["status"] for s in STAGES} == {s: "missing" for s in STAGES}
+    assert {s: page.stages()[s]["status"] for s in STAGES} == dict.fromkeys(STAGES, "missing")
     assert page.sections["validation"]["status"] == "missing"
     assert "No validation results on disk yet" in page.text("validation")
     md = (tmp_path / "report" / "report.md").read_text()

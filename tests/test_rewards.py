@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections import Counter
 
 import numpy as np
@@ -270,7 +271,7 @@ def test_weights_from_shap_file_or_published(tmp_path, monkeypatch):
     default = load_weights()
     assert default.weights == CLARITI_WEIGHTS and default.source == "clariti-published"
     path.write_text("{}")
-    with pytest.raises(InputError, match="weights.json: field 'weights'"):
+    with pytest.raises(InputError, match=re.escape("weights.json: field 'weights'")):
         load_weights(path)
 
 

@@ -11,7 +11,15 @@ import pytest
 from tasks.categories import Category
 from tasks.records import IssueRecord
 from tasks.roles import annotator
-from tasks.roles.annotator import SPEC, AnnotateInput, Annotation, TaggedSpan, local, to_span_annotations, verbatim_spans
+from tasks.roles.annotator import (
+    SPEC,
+    AnnotateInput,
+    Annotation,
+    TaggedSpan,
+    local,
+    to_span_annotations,
+    verbatim_spans,
+)
 from tasks.roles.base import run_role
 from tasks.roles.config import RoleConfig
 from tests.conftest import load_benchmark
@@ -158,7 +166,8 @@ def test_verbatim_spans_drops_invented_spans() -> None:
 
 def test_converts_to_issue_record() -> None:
     ann = _annotate(IMPLEMENTATION_ISSUE)
-    record = IssueRecord(instance_id="x__y-1", text=IMPLEMENTATION_ISSUE, spans=to_span_annotations(ann), present=ann.present)
+    record = IssueRecord(instance_id="x__y-1", text=IMPLEMENTATION_ISSUE, spans=to_span_annotations(ann),
+                         present=ann.present)
     assert record.present_categories() == ann.present
     assert all(s.text in IMPLEMENTATION_ISSUE for s in record.spans)
 
@@ -315,7 +324,8 @@ def test_text_model_matches_sklearn_logistic_regression() -> None:
     assert np.abs(scorer.text_scores(hashed) - np.stack(probs, axis=1)).max() < 1e-5
     features = np.zeros((hashed.rows, 3), np.float32)
     blend = scorer.scores(features, hashed)
-    expected = (1 - annotator.TEXT_WEIGHT) * scorer.tree_scores(features) + annotator.TEXT_WEIGHT * scorer.text_scores(hashed)
+    expected = ((1 - annotator.TEXT_WEIGHT) * scorer.tree_scores(features)
+                + annotator.TEXT_WEIGHT * scorer.text_scores(hashed))
     assert np.allclose(blend, expected)
 
 

@@ -40,7 +40,8 @@ def rubric(case, slot_id: str) -> sh.SlotRubric:
 
 def test_reader_maps_every_field(case):
     assert case.metadata.case_id == "bakery_001"
-    assert (case.metadata.domain, case.metadata.benchmark, case.metadata.schema_version) == ("optimization", "OR-Clarify", "0.3")
+    assert (case.metadata.domain, case.metadata.benchmark, case.metadata.schema_version) \
+        == ("optimization", "OR-Clarify", "0.3")
     assert [u.id for u in case.units] == ["U1", "U2", "U3", "U4", "U5", "U6"]
     assert case.units[4].kind == "constraint" and case.units[5].kind == "objective"
     h1, h2 = case.hidden_slots
@@ -230,7 +231,8 @@ def test_prompts_render_with_the_schema(case, facts):
         schema = json.loads(system["content"][system["content"].index("{"):])
         assert schema == spec.output_model.model_json_schema()
         assert "rye" in user["content"].lower()
-    system, _ = ou.CHOICE_SPEC.messages(sample_inputs(case, facts)[ou.CHOICE_SPEC].model_copy(update={"allow_d": False}))
+    system, _ = ou.CHOICE_SPEC.messages(
+        sample_inputs(case, facts)[ou.CHOICE_SPEC].model_copy(update={"allow_d": False}))
     assert '"D"' not in system["content"].split("Reply with JSON")[0]
 
 

@@ -13,9 +13,8 @@ from tasks.roles.config import RoleConfig
 from tasks.roles.question_classifier import SPEC as CLASSIFIER
 from tasks.roles.question_classifier import ClassifierInput, split_questions
 from tasks.roles.swe_judges import ANSWERABILITY_SPEC, REDUNDANCY_SPEC, AnswerabilityInput, RedundancyInput
-from tasks.roles.swe_user import NO_INFO
+from tasks.roles.swe_user import NO_INFO, SweUserInput, split_units
 from tasks.roles.swe_user import SPEC as SWE_USER
-from tasks.roles.swe_user import SweUserInput, split_units
 
 # An invented issue about an invented library.
 FULL = """Title: `tally.merge_counts` drops keys whose count is zero
@@ -57,7 +56,8 @@ merge_counts({"apples": 2, "pears": 0}, {"plums": 1})
 I expected the result to keep "pears" with a count of 0 instead of raising.
 """
 
-HINTS = "A maintainer noted that the zero-filtering happens inside `_prune` in tally/core.py and could be made optional."
+HINTS = ("A maintainer noted that the zero-filtering happens inside `_prune` in tally/core.py and could be made "
+         "optional.")
 
 LABELLED = [
     (Category.ERROR, "What exact error message is printed when the export fails?"),

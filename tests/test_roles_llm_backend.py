@@ -20,7 +20,8 @@ ISSUE = (
     "TypeError: 'NoneType' object is not iterable\n```\n\nIt should return an empty list instead.\n"
     "I use widgetlib 2.4.1 on Python 3.11."
 )
-FACT = {"slot_id": "H1", "name": "oven_capacity_limit", "simulator_answer": "The oven holds at most 40 loaves per batch.",
+FACT = {"slot_id": "H1", "name": "oven_capacity_limit",
+        "simulator_answer": "The oven holds at most 40 loaves per batch.",
         "unit_content": "Each oven batch holds at most 40 loaves.", "unit_kind": "constraint"}
 
 
@@ -32,8 +33,9 @@ UNITS = [
 
 
 IO_BRIEF = "We bake rye and sourdough bread and want a weekly baking plan."
-IO_TURNS = [{"turn": 1, "speaker": "agent", "content": "Question: What should the plan optimise?\nOptions:\nA. Maximise "
-                                                       "margin\nB. Minimise flour use\nC. Bake the most loaves"},
+IO_TURNS = [{"turn": 1, "speaker": "agent",
+             "content": "Question: What should the plan optimise?\nOptions:\nA. Maximise margin\n"
+                        "B. Minimise flour use\nC. Bake the most loaves"},
             {"turn": 1, "speaker": "user", "content": "Business user selected option A."}]
 IO_ROW = {"gap_id": "G002", "category": "constraint_set", "description": "Limits or rules on rye are not stated.",
           "evidence_quote": "We bake rye and sourdough bread", "status": "OPEN", "created_turn": 1, "updated_turn": 1}
@@ -96,15 +98,18 @@ def example(name: str) -> dict:
         "or_open_user": {"brief": "We bake bread and want a weekly plan.", "facts": [FACT],
                          "question": "How many loaves fit in one oven batch?"},
         "or_choice_user": {"facts": [FACT], "question": "How many loaves fit in one oven batch?",
-                           "options": {"A": "At most 40 loaves", "B": "Unlimited", "C": "At most 10 loaves"}, "allow_d": True},
+                           "options": {"A": "At most 40 loaves", "B": "Unlimited", "C": "At most 10 loaves"},
+                           "allow_d": True},
         "redundancy_judge": {"text": ISSUE, "question": "What error do you get?"},
         "answerability_judge": {"text": ISSUE, "question": "What error do you get?"},
-        "slot_hit_judge": {"slot": {"slot_id": "H1", "name": "oven_capacity_limit", "unit_content": FACT["unit_content"],
+        "slot_hit_judge": {"slot": {"slot_id": "H1", "name": "oven_capacity_limit",
+                                    "unit_content": FACT["unit_content"],
                                     "semantic_hit_rule": "Asks how many loaves one oven batch can hold."},
                            "agent_questions": ["Is there a limit on how many loaves one oven batch can hold?"]},
         "question_detector": {"turn": "1. What is the deadline? 2. Which products matter?"},
-        "decomposer": {"problem_id": "bakery", "text": "We run a small bakery. Each oven batch holds at most 40 loaves. "
-                       "Rye bread sells for 3 euros.\n\nWe want to maximise weekly profit."},
+        "decomposer": {"problem_id": "bakery",
+                       "text": "We run a small bakery. Each oven batch holds at most 40 loaves. "
+                               "Rye bread sells for 3 euros.\n\nWe want to maximise weekly profit."},
         "slot_annotator": {"problem_id": "bakery", "unit": UNITS[1], "units": UNITS},
         "rewriter": {"problem_id": "bakery", "units": [UNITS[0], UNITS[2]]},
         "question_writer": {"incomplete_issue": ISSUE, "hidden_categories": ["Version/Environment Information"],

@@ -62,7 +62,7 @@ def test_question_writer_uses_the_issues_names():
 def test_weights_come_from_the_shap_stage_or_the_paper(tmp_path):
     assert load_weights(tmp_path / "absent.json") == (PAPER_WEIGHTS, "CLARITI published weights")
     path = tmp_path / "weights.json"
-    path.write_text(json.dumps({"source": "simulated outcomes", "weights": {k: 0.5 for k in PAPER_WEIGHTS}}))
+    path.write_text(json.dumps({"source": "simulated outcomes", "weights": dict.fromkeys(PAPER_WEIGHTS, 0.5)}))
     weights, source = load_weights(path)
     assert set(weights.values()) == {0.5} and "simulated outcomes" in source
     path.write_text(json.dumps({"weights": {"error_info": 1.0}}))
@@ -224,6 +224,7 @@ def test_published_gpt5_targets_on_the_clariti_workbook(tmp_path, monkeypatch):
     published = load_published(workbook, "clarification_questions_gpt5_3")
     for row in rows:
         if row.target_source == "published":  # every target question is one of the published ones, in a hidden category
-            assert set(parse_questions(row.completion[0]["content"])) <= set(parse_questions(published[row.instance_id]))
+            assert set(parse_questions(row.completion[0]["content"])) \
+                <= set(parse_questions(published[row.instance_id]))
             assert set(row.target_categories) <= set(row.hidden_categories)
             assert row.published_reward >= params["sft_data"]["published"]["min_reward"]

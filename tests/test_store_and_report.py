@@ -6,20 +6,19 @@ import json
 
 import pytest
 
+from tasks import masking
 from tasks.caching import content_key
 from tasks.reporting import ReportInputs, build_report, flatten, load_stage_metrics, render_markdown, write_report
 from tasks.store import publish_dir, staged_dir
-from tasks import masking
 
 
 def test_failed_staging_leaves_the_old_folder(tmp_path):
     final = tmp_path / "out"
     final.mkdir()
     (final / "a.txt").write_text("old")
-    with pytest.raises(RuntimeError):
-        with staged_dir(final) as staging:
-            (staging / "a.txt").write_text("new")
-            raise RuntimeError("gate failed")
+    with pytest.raises(RuntimeError), staged_dir(final) as staging:
+        (staging / "a.txt").write_text("new")
+        raise RuntimeError("gate failed")
     assert (final / "a.txt").read_text() == "old"
     assert [p.name for p in tmp_path.iterdir()] == ["out"]
     with staged_dir(final) as staging:
@@ -90,7 +89,8 @@ def test_report_names_each_roles_backend_and_nested_backends():
     assert described["slot_hit_judge"] == {
         "backend": "llm", "model": "openai/gpt-4o-mini", "temperature": 0.0, "max_tokens": 512, "max_regenerations": 3,
     }
-    metrics = {"construct@swe": {"backend": "rules", "cases": 2, "roles": {"annotator": {"backend": "local", "requests": 5}}}}
+    metrics = {"construct@swe": {"backend": "rules", "cases": 2,
+                                 "roles": {"annotator": {"backend": "local", "requests": 5}}}}
     rows = {r["key"]: r["backend"] for r in flatten(metrics)}
     assert rows == {"construct@swe.cases": "rules", "construct@swe.roles.annotator.requests": "local"}
     page = render_markdown(build_report("T", ReportInputs(metrics, roles=described)))

@@ -5,6 +5,7 @@ workbook's published question sets."""
 from __future__ import annotations
 
 import json
+import re
 import time
 from pathlib import Path
 
@@ -30,7 +31,7 @@ from tasks.roles.config import RolesParams
 from tasks.roles.swe_user import NO_INFO
 from tests.conftest import SHARED
 
-E, R, X, I, F, V = (Category.ERROR, Category.REPRODUCTION, Category.EXPECTED, Category.IMPLEMENTATION,
+E, R, X, I, F, V = (Category.ERROR, Category.REPRODUCTION, Category.EXPECTED, Category.IMPLEMENTATION,  # noqa: E741
                     Category.EXTERNAL_REFS, Category.VERSION_ENV)
 
 # ---- hand-written issues (two issues, two variants each) ------------------------------------------------------------
@@ -104,7 +105,7 @@ def ctx(**kw) -> MethodContext:
     return MethodContext(roles=RolesParams(), weights=dict(CLARITI_WEIGHTS), **kw)
 
 
-# ---- methods ----------------------------------------------------------------------------------------------------------
+# ---- methods ---------------------------------------------------------------------------------------------------------
 
 
 def test_each_method_maps_the_brief_to_questions(tmp_path):
@@ -153,11 +154,11 @@ def test_llm_questioner_sends_the_policy_prompt_and_parses_the_list():
     (messages,) = script.requests
     assert messages[0] == {"role": "system", "content": SYSTEM_PROMPT}
     assert messages[1]["content"] == cases()[0].brief.content
-    with pytest.raises(ValueError, match="options.temperature"):
+    with pytest.raises(ValueError, match=re.escape("options.temperature")):
         build_method("llm", "llm_questioner", {"model": model, "temperature": 9}, ctx())
 
 
-# ---- the simulated user -----------------------------------------------------------------------------------------------
+# ---- the simulated user ----------------------------------------------------------------------------------------------
 
 
 def test_user_answers_from_the_full_issue_or_says_it_has_no_information():
@@ -215,7 +216,7 @@ def test_issue_bootstrap_pools_ratios_and_its_interval_contains_the_point():
     assert again == (point, ci)  # deterministic for a seed
 
 
-# ---- the surrogate ----------------------------------------------------------------------------------------------------
+# ---- the surrogate ---------------------------------------------------------------------------------------------------
 
 
 def write_surrogate(folder: Path) -> Path:
@@ -416,7 +417,7 @@ def test_bad_inputs_fail_before_any_work(tmp_path):
     assert not (root / ".cache").exists()
 
 
-# ---- real data: the CLARITI workbook ----------------------------------------------------------------------------------
+# ---- real data: the CLARITI workbook ---------------------------------------------------------------------------------
 
 WORKBOOK = SHARED / "data" / "clariti" / "data.xlsx"
 

@@ -57,7 +57,7 @@ class ChoiceAgentOutput(BaseModel):
     summary: str = Field(default="", description="With action 'ready_to_model': what the model should contain.")
 
     @model_validator(mode="after")
-    def _filled(self) -> "ChoiceAgentOutput":
+    def _filled(self) -> ChoiceAgentOutput:
         if self.action == "question" and not clean_question(self.question):
             raise ValueError("action 'question' needs a question")
         if self.action == "ready_to_model" and not self.summary.strip():

@@ -214,7 +214,7 @@ class GenericAgentOutput(BaseModel):
                                                  "which points are still unconfirmed.")
 
     @model_validator(mode="after")
-    def _filled(self) -> "GenericAgentOutput":
+    def _filled(self) -> GenericAgentOutput:
         if self.action == "question" and not clean_question(self.question):
             raise ValueError("action 'question' needs a question")
         if self.action == "ready_to_model" and not self.summary.strip():

@@ -385,7 +385,7 @@ class ChoiceInterOptAgent(_Agent):
 
 
 def _words(text: str) -> set[str]:
-    return {w for w in re.findall(r"[a-z]{3,}", text.lower())}
+    return set(re.findall(r"[a-z]{3,}", text.lower()))
 
 
 def _match_gap(question: str, gaps: list[R.OpenGap]) -> R.OpenGap | None:

@@ -285,7 +285,7 @@ class GapSearchOutput(BaseModel):
                                                              f"NO_NEW_GAP.")
 
     @model_validator(mode="after")
-    def _no_new_gap_is_empty(self) -> "GapSearchOutput":
+    def _no_new_gap_is_empty(self) -> GapSearchOutput:
         if self.decision == "NO_NEW_GAP" and self.updates:
             raise ValueError("NO_NEW_GAP must come with empty updates")
         return self
@@ -338,7 +338,7 @@ class CandidateQuestion(BaseModel):
     frontier_gap_id: str = Field(description="The OPEN ledger gap this question targets, or NONE when no gap is open.")
 
     @model_validator(mode="after")
-    def _three_options(self) -> "CandidateQuestion":
+    def _three_options(self) -> CandidateQuestion:
         if sorted(self.options) != ["A", "B", "C"] or any(not v.strip() for v in self.options.values()):
             raise ValueError("exactly three non-empty options A, B, C are required")
         if len({normalise(v) for v in self.options.values()}) < 3:
@@ -372,7 +372,7 @@ class CandidateOutput(BaseModel):
     summary: str = ""
 
     @model_validator(mode="after")
-    def _shape(self) -> "CandidateOutput":
+    def _shape(self) -> CandidateOutput:
         if self.decision == "ASK" and not (self.Q1 and self.Q2 and self.Q3):
             raise ValueError("ASK needs three candidate questions Q1, Q2, Q3")
         if self.decision == "READY" and not self.summary.strip():
@@ -520,7 +520,7 @@ class DirectOutput(BaseModel):
     summary: str = ""
 
     @model_validator(mode="after")
-    def _shape(self) -> "DirectOutput":
+    def _shape(self) -> DirectOutput:
         if self.decision == "ASK":
             if not self.question.strip() or sorted(self.options) != ["A", "B", "C"]:
                 raise ValueError("ASK needs a question and exactly three options A, B, C")
@@ -620,7 +620,7 @@ class OpenGapSearchOutput(BaseModel):
                                                                       "ready_to_model is true.")
 
     @model_validator(mode="after")
-    def _gaps_or_ready(self) -> "OpenGapSearchOutput":
+    def _gaps_or_ready(self) -> OpenGapSearchOutput:
         if not self.gaps and not self.ready_to_model:
             raise ValueError("list at least one gap unless ready_to_model is true")
         return self
@@ -698,7 +698,7 @@ class OpenCandidateOutput(BaseModel):
     summary: str = ""
 
     @model_validator(mode="after")
-    def _shape(self) -> "OpenCandidateOutput":
+    def _shape(self) -> OpenCandidateOutput:
         if self.decision == "ASK":
             if len(self.candidates) != 3 or not self.public_question.strip():
                 raise ValueError("ASK needs exactly three candidates and a public_question")

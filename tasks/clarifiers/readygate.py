@@ -54,7 +54,7 @@ class GateOutput(BaseModel):
         return text if len(words) <= MAX_FEEDBACK_WORDS else " ".join(words[:MAX_FEEDBACK_WORDS])
 
     @model_validator(mode="after")
-    def _block_explains(self) -> "GateOutput":
+    def _block_explains(self) -> GateOutput:
         if self.decision == "BLOCK" and not self.feedback.strip():
             raise ValueError("BLOCK needs feedback")
         return self

@@ -182,7 +182,8 @@ def _metadata(data: dict, path: Path, extras: dict) -> CaseMetadata:
             **optional,
         )
     except ValidationError:
-        raise InputError(path, f"unsafe id {case_id!r} (letters, digits, '_.+-' only)", field="metadata.case_id") from None
+        raise InputError(path, f"unsafe id {case_id!r} (letters, digits, '_.+-' only)",
+                         field="metadata.case_id") from None
 
 
 def case_from_toml(data: dict, path: Path) -> Case:

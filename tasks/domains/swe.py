@@ -56,8 +56,8 @@ def load_samples(path: Path) -> list[IssueRecord]:
         text = masking.normalise_newlines(issue.text)
         for j, span in enumerate(issue.spans or []):
             if not masking.locate(text, span.text):
-                raise InputError(path, "span text does not occur in the issue text", record=f"line {i} ({issue.instance_id})",
-                                 field=f"spans.{j}.text")
+                raise InputError(path, "span text does not occur in the issue text",
+                                 record=f"line {i} ({issue.instance_id})", field=f"spans.{j}.text")
     return issues
 
 
@@ -107,7 +107,7 @@ def load_clariti(path: Path) -> list[IssueRecord]:
         raise InputError(path, "file not found (set construct.swe.clariti_path)")
     try:
         frame = pd.read_excel(path, dtype=str)
-    except Exception as err:  # openpyxl raises many types for a damaged workbook
+    except Exception as err:  # noqa: BLE001 - openpyxl raises many types for a damaged workbook
         raise InputError(path, f"cannot read workbook: {err}") from None
     for column in ("instance_id", "original issue", "category_mapping"):
         if column not in frame.columns:
@@ -159,7 +159,7 @@ def load_swebench(path_or_name: str | None, split: str, root: Path) -> list[Issu
             dataset = datasets.load_dataset(path_or_name, split=split)
     except InputError:
         raise
-    except Exception as err:
+    except Exception as err:  # noqa: BLE001 - any loader failure becomes one clear input error
         raise InputError(path_or_name, f"cannot load dataset offline: {str(err).splitlines()[0]}") from None
     missing = [c for c in ("instance_id", "problem_statement") if c not in dataset.column_names]
     if missing:
@@ -209,7 +209,8 @@ def load_issues(cfg: SweConstructParams, root: Path) -> list[IssueRecord]:
     if unannotated and cfg.on_unannotated == "error":
         raise InputError(
             where,
-            f"{len(unannotated)} of {len(issues)} issues have no span annotations (first: {unannotated[0].instance_id}); "
+            f"{len(unannotated)} of {len(issues)} issues have no span annotations "
+            f"(first: {unannotated[0].instance_id}); "
             "set construct.swe.on_unannotated: annotate to tag them with the annotator role, or skip to drop them",
         )
     if cfg.on_unannotated == "skip":
@@ -291,13 +292,15 @@ def mask_issue(issue: IssueRecord, cfg: SweConstructParams) -> tuple[list[Case],
     present = issue.present_categories()
     maskable = [c for c in present if any(span.category == c for span in located)]
     units = issue_units(issue)
-    combos = masking.choose_hidden(issue.instance_id, cfg.seed, maskable, cfg.n_variants, cfg.min_hidden, cfg.max_hidden)
+    combos = masking.choose_hidden(issue.instance_id, cfg.seed, maskable, cfg.n_variants, cfg.min_hidden,
+                                   cfg.max_hidden)
     if not combos:
         notes["issues_without_maskable_category"] += 1
     cases = []
     for hidden in combos:
         cid = case_id_for(issue.instance_id, hidden)
-        hidden_spans = [span for cat, span in pairs if cat in hidden] + [s.text for s in located if s.category in hidden]
+        hidden_spans = ([span for cat, span in pairs if cat in hidden]
+                        + [s.text for s in located if s.category in hidden])
         brief = masking.mask_text(text, [(s.start, s.end) for s in located if s.category in hidden])
         brief = masking.remove_leaks(brief, hidden_spans)
         if not brief.strip() or masking.normalise_ws(brief) == masking.normalise_ws(text):
@@ -323,7 +326,8 @@ def mask_issue(issue: IssueRecord, cfg: SweConstructParams) -> tuple[list[Case],
         ]
         cases.append(
             Case(
-                metadata=CaseMetadata(benchmark=BENCHMARK, case_id=cid, domain="swe", source_id=issue.instance_id, seed=cfg.seed),
+                metadata=CaseMetadata(benchmark=BENCHMARK, case_id=cid, domain="swe", source_id=issue.instance_id,
+                                      seed=cfg.seed),
                 units=units,
                 hidden_slots=slots,
                 brief=Brief(content=brief, visible_unit_ids=visible_units),
@@ -356,10 +360,10 @@ _MODULES = (masking, records, categories)
 def _prefect_tasks():
     from tasks.roles import annotator, base
 
-    load_task = caching.cached_task("swe-load-issues", modules=(store, records, masking, sys.modules[__name__]), retries=0)(
-        _load_for_cache
-    )
-    annotate_task = caching.cached_task("swe-annotate-chunk", modules=(annotator, base, records), retries=0)(annotate_chunk)
+    load_task = caching.cached_task("swe-load-issues", modules=(store, records, masking, sys.modules[__name__]),
+                                    retries=0)(_load_for_cache)
+    annotate_task = caching.cached_task("swe-annotate-chunk", modules=(annotator, base, records),
+                                        retries=0)(annotate_chunk)
     mask_task = caching.cached_task("swe-mask-chunk", modules=_MODULES, retries=0)(mask_chunk)
     return load_task, annotate_task, mask_task
 
@@ -461,7 +465,8 @@ class SweDomain:
         metrics.update(annotation)
         return ConstructResult(cases=cases, metrics=metrics, stats=stats)
 
-    def _annotate(self, issues: list[dict], cfg: SweConstructParams, roles: RolesParams, annotate_task, stats: RunStats) -> dict:
+    def _annotate(self, issues: list[dict], cfg: SweConstructParams, roles: RolesParams, annotate_task,
+                  stats: RunStats) -> dict:
         """Tag the issues that have no spans (in cached chunks); keeps the source order, drops failed ones."""
         todo = [i for i in issues if i["spans"] is None]
         if not todo:
@@ -525,7 +530,8 @@ class SweDomain:
                     "hidden_subset_of_present": set(case.hidden_categories) <= set(case.present_categories),
                     "n_hidden": len(case.hidden_categories),
                     "leak_free": not masking.find_leaks(case.brief.content, hidden_texts),
-                    "fences_balanced": masking.fence_count(case.brief.content) % 2 == masking.fence_count(case.full_text) % 2,
+                    "fences_balanced": (masking.fence_count(case.brief.content) % 2
+                                        == masking.fence_count(case.full_text) % 2),
                 }
             )
         return "swe_cases", pd.DataFrame(rows)

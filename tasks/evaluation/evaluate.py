@@ -115,7 +115,8 @@ def write_outputs(out: Path, results: Sequence[UnitResult], cases: Sequence[Case
     for r in results:
         unit = Unit(case_id=r.episode.case_id, method=r.episode.method, protocol=r.episode.protocol,
                     repeat=r.episode.repeat)
-        write_run_dir(out / unit.rel_dir, r.episode, r.judge, judge_input_markdown(by_id[unit.case_id], r.episode, r.judge))
+        write_run_dir(out / unit.rel_dir, r.episode, r.judge,
+                      judge_input_markdown(by_id[unit.case_id], r.episode, r.judge))
     episodes = [r.episode for r in results]
     judgements = [r.judge for r in results]
     summary = metrics.summarise(episodes, judgements, by_id, n_resamples=settings.bootstrap, seed=settings.seed)

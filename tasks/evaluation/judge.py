@@ -325,7 +325,7 @@ def statement_score(sentence: str, slot: sh.PreparedSlot, emb: sh.Embeddings, br
 
 
 def brief_sentences(brief: str) -> list[str]:
-    return [s for s in statements(brief)]
+    return list(statements(brief))
 
 
 def _session_texts(inp: SessionJudgeInput, prepared: Sequence[sh.PreparedSlot]) -> list[str]:

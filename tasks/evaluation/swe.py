@@ -452,8 +452,8 @@ def report_markdown(summary: dict[str, Any]) -> str:
     lines = ["## SWE clarification (evaluate@swe)", "",
              (f"{summary['cases']} cases from {summary['issues']} issues ({summary['case_source']}). Values are "
               "means with 95% percentile-bootstrap intervals over issues."), "",
-             ("| method | kind | cases | questions / issue | redundancy | answerability | hidden recall | full coverage "
-              "| weighted recovery | staged reward | resolution |"),
+             ("| method | kind | cases | questions / issue | redundancy | answerability | hidden recall "
+              "| full coverage | weighted recovery | staged reward | resolution |"),
              "|---|---|---|---|---|---|---|---|---|---|---|"]
     for name in order:
         m = methods[name]
@@ -552,4 +552,4 @@ def rows_frame(rows_or_dir: Sequence[dict] | Path):
         "n_hidden": len(r["hidden"]),
     } for r in rows], columns=["key", "method", "case_id", "skipped", "n_questions", "recall", "weighted_recovery",
                                "predicted_resolution", "recovered_within_hidden", "labels_known", "n_hidden"])
-    return frame.astype({c: "float64" for c in ("recall", "weighted_recovery", "predicted_resolution")})
+    return frame.astype(dict.fromkeys(("recall", "weighted_recovery", "predicted_resolution"), "float64"))

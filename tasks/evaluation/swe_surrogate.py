@@ -103,7 +103,8 @@ class Surrogate:
                                        f"{', '.join(self.control_columns) or 'none'})", field=f"{field}.{control}")
             if str(level) not in self.control_columns[control]:
                 raise InputError(path, f"unknown level {level!r} (known: "
-                                       f"{', '.join(sorted(self.control_columns[control]))})", field=f"{field}.{control}")
+                                       f"{', '.join(sorted(self.control_columns[control]))})",
+                                 field=f"{field}.{control}")
         if not self._profiles(fixed):
             raise InputError(path, "no runs have this combination of control levels", field=field)
 

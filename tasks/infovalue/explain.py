@@ -222,7 +222,8 @@ def exact_shapley(
             if s & bit:
                 continue
             size = s.bit_count()
-            phi[j] += math.factorial(size) * math.factorial(k - size - 1) / math.factorial(k) * (value[s | bit] - value[s])
+            phi[j] += (math.factorial(size) * math.factorial(k - size - 1) / math.factorial(k)
+                       * (value[s | bit] - value[s]))
 
     values = dict(zip(players, phi.tolist(), strict=True))
     top = max(values.values())

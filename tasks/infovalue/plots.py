@@ -107,7 +107,8 @@ def weights_bar(
     ]
     y_pos = np.arange(len(order))[::-1]
     w = np.array([r["weight"] for r in data])
-    err = np.array([[max(r["weight"] - r["ci_low"], 0.0) for r in data], [max(r["ci_high"] - r["weight"], 0.0) for r in data]])
+    err = np.array([[max(r["weight"] - r["ci_low"], 0.0) for r in data],
+                    [max(r["ci_high"] - r["weight"], 0.0) for r in data]])
 
     fig = _figure(7.0, 0.5 * len(order) + 1.6)
     ax = fig.add_subplot()

@@ -149,8 +149,8 @@ def model_offsets(agent_models: list[str], seed: int) -> dict[str, float]:
 def _check_effects(effects: dict[str, float]) -> None:
     unknown = sorted(set(effects) - set(FEATURES))
     if unknown:
-        raise InputError("params.yaml: shap.simulated", f"unknown category {unknown[0]!r} (known: {', '.join(FEATURES)})",
-                         field="effects")
+        raise InputError("params.yaml: shap.simulated",
+                         f"unknown category {unknown[0]!r} (known: {', '.join(FEATURES)})", field="effects")
     missing = [c for c in FEATURES if c not in effects]
     if missing:
         raise InputError("params.yaml: shap.simulated", f"no effect given for {missing[0]!r}", field="effects")
@@ -308,7 +308,7 @@ def ambig_swe_runs(
             continue
         vector = _presence(cats)
         if presence == "workbook" and cond != "fully-specified":
-            vector.update({key: 0 for key in removed})
+            vector.update(dict.fromkeys(removed, 0))
         for model, label in labels.items():
             rows.append({"variant_id": f"{iid}__{cond}", "instance_id": iid, "condition": cond, "agent_model": model,
                          "repo": issues[iid].repo, **vector, LABEL: label})

@@ -13,7 +13,7 @@ import json
 import sqlite3
 import threading
 import time
-from functools import lru_cache
+from functools import cache, lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -91,7 +91,7 @@ def schema_of(model: type[BaseModel] | None) -> dict | None:
     return json.loads(_schema_text(model)) if model is not None else None
 
 
-@lru_cache(maxsize=None)
+@cache
 def _schema_text(model: type[BaseModel]) -> str:
     """Generating a JSON schema costs about a millisecond; every call of a role needs the same one."""
     return json.dumps(model.model_json_schema(), sort_keys=True)

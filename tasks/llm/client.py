@@ -54,11 +54,11 @@ class LLMCallFailed(Exception):
 
 @lru_cache(maxsize=1)
 def _litellm():
+    import logging
+
     import litellm
 
     from tasks.llm.providers import ensure_registered
-
-    import logging
 
     litellm.suppress_debug_info = True
     logging.getLogger("LiteLLM").setLevel(logging.ERROR)
@@ -228,7 +228,7 @@ class LLMClient:
                     **params,
                     **self._format_kwargs(cfg.model, schema),
                 )
-            except Exception as err:  # noqa: BLE001 - classified right below
+            except Exception as err:
                 self.accounting.add(role, model=cfg.model, latency_s=time.perf_counter() - started)
                 if not _is_retryable(err):
                     raise LLMCallFailed("provider", _error_line(err), attempt + 1) from err
@@ -304,8 +304,8 @@ class LLMClient:
         raise LLMCallFailed("invalid_output", last_error, cfg.max_regenerations + 1)
 
     async def amap_structured(
-        self, *, role: str, cfg: RoleConfig, messages: Sequence[list[dict]], schema: type[M], progress: bool | None = None,
-        sample: str | None = None,
+        self, *, role: str, cfg: RoleConfig, messages: Sequence[list[dict]], schema: type[M],
+        progress: bool | None = None, sample: str | None = None,
     ) -> list:
         semaphore = asyncio.Semaphore(cfg.concurrency)
         bar = _progress(len(messages), role, progress)

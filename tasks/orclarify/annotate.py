@@ -79,7 +79,20 @@ class SlotAnnotation(BaseModel):
 
 # ---- wording ------------------------------------------------------------------------------------------------------
 
-FILLER = frozenset(["a", "an", "the", "of", "to", "in", "on", "at", "for", "by", "with", "and", "or", "is", "are", "be", "been", "being", "was", "were", "do", "does", "did", "can", "could", "should", "would", "will", "shall", "may", "might", "must", "there", "their", "them", "they", "this", "that", "these", "those", "it", "its", "we", "our", "us", "you", "your", "any", "some", "each", "every", "all", "also", "just", "only", "such", "other", "another", "both", "either", "neither", "so", "too", "very", "as", "from", "into", "onto", "about", "per", "than", "then", "which", "who", "whom", "whose", "what", "when", "where", "how", "if", "whether", "has", "have", "had", "not", "no", "nor", "never", "cannot", "can't", "won't", "must't", "up", "down", "more", "less", "most", "least", "exceed", "exceeds", "exceeded", "exceeding", "maximum", "minimum", "max", "min", "exactly", "equal", "equals", "total", "overall", "allowed", "permitted", "required", "requirement", "requirements", "need", "needs", "given", "following", "same", "own", "one", "two", "three", "during", "within", "while", "decide", "decides", "decided", "make", "makes", "made", "minimize", "minimise", "maximize", "maximise", "minimized", "minimised", "maximized", "maximised", "minimizing", "maximizing"])
+FILLER = frozenset([
+    "a", "an", "the", "of", "to", "in", "on", "at", "for", "by", "with", "and", "or", "is", "are", "be", "been",
+    "being", "was", "were", "do", "does", "did", "can", "could", "should", "would", "will", "shall", "may", "might",
+    "must", "there", "their", "them", "they", "this", "that", "these", "those", "it", "its", "we", "our", "us", "you",
+    "your", "any", "some", "each", "every", "all", "also", "just", "only", "such", "other", "another", "both", "either",
+    "neither", "so", "too", "very", "as", "from", "into", "onto", "about", "per", "than", "then", "which", "who",
+    "whom", "whose", "what", "when", "where", "how", "if", "whether", "has", "have", "had", "not", "no", "nor", "never",
+    "cannot", "can't", "won't", "must't", "up", "down", "more", "less", "most", "least", "exceed", "exceeds",
+    "exceeded", "exceeding", "maximum", "minimum", "max", "min", "exactly", "equal", "equals", "total", "overall",
+    "allowed", "permitted", "required", "requirement", "requirements", "need", "needs", "given", "following", "same",
+    "own", "one", "two", "three", "during", "within", "while", "decide", "decides", "decided", "make", "makes", "made",
+    "minimize", "minimise", "maximize", "maximise", "minimized", "minimised", "maximized", "maximised", "minimizing",
+    "maximizing",
+])
 """Words a topic leaves out: grammar, modal and bound words (the direction of the bound stays hidden)."""
 NAME_FILLER = FILLER - {"no", "not", "one", "two", "three", "total", "maximum", "minimum", "exactly", "max", "min",
                         "minimize", "minimise", "maximize", "maximise"}
@@ -91,7 +104,8 @@ NEGATION = re.compile(r"\b(not|no|never|cannot|can't|won't|nor|prohibit\w*|forbi
 OBJECTIVE_VERB = re.compile(r"\b(minimi[sz]\w*|maximi[sz]\w*|optimi[sz]\w*|reduc\w*|increas\w*|lowest|highest|"
                             r"smallest|largest|as (low|high|little|much|few|many) as possible)\b", re.IGNORECASE)
 MINIMISE = re.compile(r"\b(minimi[sz]\w*|reduc\w*|lowest|smallest|as (low|little|few) as possible)\b", re.IGNORECASE)
-PRIORITY = re.compile(r"\b(priorit\w*|lexicographic\w*|preemptive|rank(ed|ing)? (the )?(goals|objectives))\b", re.IGNORECASE)
+PRIORITY = re.compile(r"\b(priorit\w*|lexicographic\w*|preemptive|rank(ed|ing)? (the )?(goals|objectives))\b",
+                      re.IGNORECASE)
 DEMAND = re.compile(r"\bdemands?\b", re.IGNORECASE)
 MEET = re.compile(r"\b(must|shall|has to|have to|needs? to)\b[^.;]*\b(met|meet|satisf\w*|fulfil\w*|equal\w*|"
                   r"cover\w*)\b|\b(fully|exactly|in full)\b", re.IGNORECASE)
@@ -100,11 +114,13 @@ COVERAGE_CUE = re.compile(r"\b(within|distance|cover\w*|serve\w*|reach\w*)\b", r
 LOGICAL = re.compile(r"\b(if|then|either|unless|only if|not both|mutual\w*|exclusive\w*|depend\w*|requires? (that|"
                      r"also)|at the same time|together with)\b", re.IGNORECASE)
 TIMING = re.compile(r"\b(beginning|start\w*|end of|before|after|during|until|first|then|sequen\w*|order|precede\w*|"
-                    r"follow\w*|subsequent|period|horizon|timing|immediately|consecutive|in advance|lead time)\b", re.IGNORECASE)
+                    r"follow\w*|subsequent|period|horizon|timing|immediately|consecutive|in advance|lead time)\b",
+                    re.IGNORECASE)
 INTEGRAL = re.compile(r"\b(whole|integer\w*|integral|fraction\w*|divisible|any quantity|continuous|discrete|"
                       r"indivisible|units? of \d+|packs?|batches)\b", re.IGNORECASE)
 EQUALITY = re.compile(r"\b(exactly|equal\w*|fully|precisely|must be \d[\d,.]*|in full)\b", re.IGNORECASE)
-REPORTING = re.compile(r"\b(round\w*|decimal\w*|report\w*|display\w*|format\w*|express\w* in|rounded|nearest)\b", re.IGNORECASE)
+REPORTING = re.compile(r"\b(round\w*|decimal\w*|report\w*|display\w*|format\w*|express\w* in|rounded|nearest)\b",
+                       re.IGNORECASE)
 MEASURES = ("cost", "profit", "revenue", "income", "earning", "return", "time", "distance", "pollution", "waste")
 
 

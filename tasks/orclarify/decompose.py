@@ -471,7 +471,7 @@ UNCUED_OBJECTIVE_PENALTY = 1.0
 
 def cue_scores(text: str) -> dict[str, float]:
     """Summed cue weights per kind for one unit's text."""
-    scores = {kind: 0.0 for kind in UNIT_KINDS}
+    scores = dict.fromkeys(UNIT_KINDS, 0.0)
     for kind, cues in CUES.items():
         for pattern, weight in cues:
             if pattern.search(text):

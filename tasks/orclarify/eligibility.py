@@ -45,7 +45,8 @@ UPPER = re.compile(r"\b(at most|cannot exceed|can ?not exceed|must not exceed|no
                    r"maximum|max|less than or equal|limit\w*|capacity|available|≤)\b", re.IGNORECASE)
 LOWER = re.compile(r"\b(at least|no less than|not less than|minimum|min|required|requirement|demand|target|"
                    r"≥)\b", re.IGNORECASE)
-EQUAL = re.compile(r"\b(exactly|equal\w*|fully utili[sz]\w*|must be \d+|must have \d+|target|required)\b", re.IGNORECASE)
+EQUAL = re.compile(r"\b(exactly|equal\w*|fully utili[sz]\w*|must be \d+|must have \d+|target|required)\b",
+                   re.IGNORECASE)
 
 
 def numbers(text: str) -> set[str]:
@@ -91,7 +92,7 @@ def _same_bound(candidate: str, other: str) -> bool:
 
 
 def _overlap(a: str, b: str) -> float:
-    words = content_words(a) - {n for n in numbers(a)}
+    words = content_words(a) - set(numbers(a))
     return len(words & content_words(b)) / len(words) if words else 0.0
 
 

@@ -8,7 +8,8 @@ from typing import Any
 
 def plot_hidden_categories(metrics: dict[str, dict[str, Any]]) -> bytes | None:
     """Bar chart of ``hidden_per_category`` per construct stage, as PNG bytes (None when no stage has it)."""
-    per_stage = {s: d["hidden_per_category"] for s, d in metrics.items() if isinstance(d.get("hidden_per_category"), dict)}
+    per_stage = {s: d["hidden_per_category"] for s, d in metrics.items()
+                 if isinstance(d.get("hidden_per_category"), dict)}
     if not per_stage:
         return None
     import matplotlib

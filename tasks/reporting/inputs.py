@@ -17,7 +17,8 @@ OWN_GATE = "data_report"
 
 
 def load_stage_metrics(metrics_dir: Path) -> dict[str, dict[str, Any]]:
-    """``{stage: metrics}`` from every ``*.json`` below ``metrics_dir`` (``construct/swe.json`` -> ``construct@swe``)."""
+    """``{stage: metrics}`` from every ``*.json`` below ``metrics_dir``
+    (``construct/swe.json`` -> ``construct@swe``)."""
     found: dict[str, dict[str, Any]] = {}
     for path in sorted(metrics_dir.rglob("*.json")):
         rel = path.relative_to(metrics_dir).with_suffix("")
@@ -36,7 +37,8 @@ def read_json_object(path: Path) -> dict[str, Any]:
 
 
 def flatten(metrics: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
-    """One row per number: ``{"key": "stage.a.b", "value": 3, "backend": ...}``; a nested block names its own backend."""
+    """One row per number: ``{"key": "stage.a.b", "value": 3, "backend": ...}``; a nested block names its own
+    backend."""
     rows = []
 
     def walk(prefix: str, value: Any, backend: str) -> None:

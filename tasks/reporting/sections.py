@@ -229,8 +229,10 @@ def _hidden_slots(data: dict[str, Any]) -> int | None:
 # ---- validation -------------------------------------------------------------------------------------------------
 
 def validation_section(inputs: ReportInputs) -> Section:
-    note = Text(f"The latest result of each Great Expectations gate, as the stages saved it under {GX_RESULTS.as_posix()}/ "
-                "(a local cache, not tracked by DVC; `make docs` renders the same validations as GX Data Docs). A stage "
+    note = Text("The latest result of each Great Expectations gate, as the stages saved it under "
+                f"{GX_RESULTS.as_posix()}/ "
+                "(a local cache, not tracked by DVC; `make docs` renders the same validations as GX Data Docs). "
+                "A stage "
                 "publishes its artifact only after its gate passes, so after a FAILED row the artifact on disk is the "
                 "previous one. This report's own gate runs after the page is written and is not listed.", kind="note")
     if not inputs.gates:
@@ -275,7 +277,8 @@ def _weights_table(weights: dict[str, Any]) -> Table:
     for name in order:
         c = categories[name]
         interval = f"[{fmt(c.get('ci_low'))}, {fmt(c.get('ci_high'))}]" if "ci_low" in c else "–"
-        rows.append([name, fmt(c.get("weight")), interval, fmt(c.get("rank")), fmt(exact.get(name)), fmt(paper.get(name))])
+        rows.append([name, fmt(c.get("weight")), interval, fmt(c.get("rank")), fmt(exact.get(name)),
+                     fmt(paper.get(name))])
     return Table(["category", "weight", "95% interval", "rank", "exact Shapley weight", "paper weight"], rows,
                  caption="Category weights (mean |SHAP| normalised to max 1; data/shap/weights.json)")
 

@@ -39,7 +39,8 @@ def esc(text: str) -> str:
 
 def render_html(report: Report) -> str:
     parts = ["<!DOCTYPE html>", '<html lang="en">', "<head>", '<meta charset="utf-8">',
-             '<meta name="viewport" content="width=device-width, initial-scale=1">', f"<title>{esc(report.title)}</title>",
+             '<meta name="viewport" content="width=device-width, initial-scale=1">',
+             f"<title>{esc(report.title)}</title>",
              f"<style>{STYLE}</style>", "</head>", "<body>", "<main>", f"<h1>{esc(report.title)}</h1>"]
     for block in report.intro:
         parts += _block(block)

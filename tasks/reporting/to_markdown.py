@@ -34,7 +34,8 @@ def _block(block: Block) -> list[str]:
 
 
 def markdown_table(table: Table) -> list[str]:
-    lines = ["| " + " | ".join(_cell(h) for h in table.header) + " |", "|" + "|".join("---" for _ in table.header) + "|"]
+    lines = ["| " + " | ".join(_cell(h) for h in table.header) + " |",
+             "|" + "|".join("---" for _ in table.header) + "|"]
     return lines + ["| " + " | ".join(_cell(c) for c in row) + " |" for row in table.rows]
 
 

@@ -51,9 +51,9 @@ def _flatten(batch: Batch, samples: Sequence[int]) -> tuple[list[int], list[str]
 
 def _per_sample(samples: Sequence[int], owners: list[int], scores: list[float | None]) -> dict[int, StageOutcome]:
     """Mean of the per-question scores of each sample; a ``None`` (judge failure) scores 0 and is counted."""
-    sums = {i: 0.0 for i in samples}
-    counts = {i: 0 for i in samples}
-    fails = {i: 0 for i in samples}
+    sums = dict.fromkeys(samples, 0.0)
+    counts = dict.fromkeys(samples, 0)
+    fails = dict.fromkeys(samples, 0)
     for owner, score in zip(owners, scores, strict=True):
         counts[owner] += 1
         if score is None:

@@ -43,6 +43,7 @@ import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
+from itertools import pairwise
 from pathlib import Path
 
 import numpy as np
@@ -54,7 +55,7 @@ from tasks.roles.base import RoleSpec
 
 SAMPLES = Path(__file__).resolve().parents[2] / "data" / "samples" / "swe" / "issues.jsonl"
 
-E, R, X, I, L, V = (
+E, R, X, I, L, V = (  # noqa: E741 - the categories' initials
     Category.ERROR,
     Category.REPRODUCTION,
     Category.EXPECTED,
@@ -162,7 +163,10 @@ _TRACE_END = re.compile(r"^\s*[\w.]*(Error|Exception|Warning|Exit|Interrupt|Faul
 _REPL = re.compile(r"^\s*(>>>|\.\.\.)( |$)")
 _IPY_IN = re.compile(r"^\s*In \[\d*\]:")
 _IPY_CONT = re.compile(r"^\s*\.{3,}:")
-_SHELL = re.compile(r"^\s*(\$|>|%|#)\s+\S|^\s*(pip|python\d?(\.\d+)?|pytest|py\.test|tox|conda|git|sphinx-\w+|make|django-admin|manage\.py|\./\S+)\b")
+_SHELL = re.compile(
+    r"^\s*(\$|>|%|#)\s+\S"
+    r"|^\s*(pip|python\d?(\.\d+)?|pytest|py\.test|tox|conda|git|sphinx-\w+|make|django-admin|manage\.py|\./\S+)\b"
+)
 _SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]?\s+(?=[A-Z`\"'(\[*])")
 _CODEISH = re.compile(
     r"^\s*(import\s|from\s+\S+\s+import|def\s|class\s|return\b|if\s.*:$|elif\s|else:|for\s.*:$|while\s|with\s.*:$|"
@@ -206,7 +210,9 @@ def _traceback_end(text: str, lines: list[tuple[int, int]], i: int, stop: int) -
         if not line.strip():
             j += 1
             continue
-        if line[:1].isspace() or line.startswith(("File ", "During handling", "The above exception", "Traceback", "...")):
+        if line[:1].isspace() or line.startswith(
+            ("File ", "During handling", "The above exception", "Traceback", "...")
+        ):
             j += 1
             continue
         if _TRACE_END.match(line):
@@ -242,10 +248,12 @@ def _code_block(text: str, lines: list[tuple[int, int]], lo: int, hi: int, lang:
             continue
         if repl and (_REPL.match(line) or _IPY_IN.match(line)):
             j = i + 1
-            while j < hi and (_REPL.match(text[lines[j][0] : lines[j][1]]) or _IPY_CONT.match(text[lines[j][0] : lines[j][1]])):
+            while j < hi and (_REPL.match(text[lines[j][0] : lines[j][1]])
+                              or _IPY_CONT.match(text[lines[j][0] : lines[j][1]])):
                 j += 1
             k = j
-            while k < hi and not (_REPL.match(text[lines[k][0] : lines[k][1]]) or _IPY_IN.match(text[lines[k][0] : lines[k][1]])):
+            while k < hi and not (_REPL.match(text[lines[k][0] : lines[k][1]])
+                                  or _IPY_IN.match(text[lines[k][0] : lines[k][1]])):
                 k += 1
             has_output = any(text[a:b].strip() for a, b in lines[j:k])
             unit = _unit(text, s, lines[k - 1][1], "exchange" if has_output else "code")
@@ -427,7 +435,8 @@ def segment(text: str) -> list[Unit]:
 
 _URL = re.compile(r"https?://\S+|\bwww\.\S+")
 _REF = re.compile(
-    r"(?<![\w&/])#\d{2,}\b|\bgh-\d+\b|\b[\w.-]+/[\w.-]+#\d+\b|\b(?:PR|pull request|issue|ticket|bpo|bug)\s*#?\s?\d{2,}\b"
+    r"(?<![\w&/])#\d{2,}\b|\bgh-\d+\b|\b[\w.-]+/[\w.-]+#\d+\b"
+    r"|\b(?:PR|pull request|issue|ticket|bpo|bug)\s*#?\s?\d{2,}\b"
     r"|\bcommit\s+[0-9a-f]{7,40}\b|\b(?=[0-9a-f]*[a-f])(?=[0-9a-f]*\d)[0-9a-f]{7,40}\b|\b(?:PEP|RFC)\s?-?\d+\b"
     r"|\bstack\s?overflow\b|\bmailing list\b|\bdocumentation\b|\bdocs\b|\bwikipedia\b|\bupstream\b|\bchangelog\b"
     r"|\brelease notes\b|\bspecification\b|\bpull requests?\b|\bPRs?\b",
@@ -487,7 +496,8 @@ _IMPL = re.compile(
     re.I,
 )
 _REPRO_PROSE = re.compile(
-    r"\b(?:reproduc\w+|repro|steps?|minimal|mcve|(?:following|this|the|an?) (?:code|snippet|example|script|command|test)|"
+    r"\b(?:reproduc\w+|repro|steps?|minimal|mcve|"
+    r"(?:following|this|the|an?) (?:code|snippet|example|script|command|test)|"
     r"(?:when|if|after|once|whenever|only) (?:I|you|we|using|calling|the|a|an|there|one|it|running|passing)|"
     r"run(?:ning)?|execut\w+|create|creating|call(?:ing)?|with the following|consider|given|for example|e\.g\.|"
     r"example|test case|set ?up|configure[sd]?|defin(?:e|ing)|instantiat\w+|passing|try(?:ing)? to|tried|"
@@ -496,7 +506,9 @@ _REPRO_PROSE = re.compile(
 )
 _ASSERT = re.compile(r"^\s*(?:>>>\s*)?(?:assert\b|self\.assert\w*\(|assert_\w+\(|np\.testing\.\w+\()")
 _COMMENT_EXPECTED = re.compile(r"#.*\b(?:expect\w*|should|correct|desired|want(?:ed)?|instead|ok)\b", re.I)
-_COMMENT_ERROR = re.compile(r"#.*\b(?:error|fails?|wrong|incorrect|bug|raises?|broken|crash\w*|but|instead|not)\b", re.I)
+_COMMENT_ERROR = re.compile(
+    r"#.*\b(?:error|fails?|wrong|incorrect|bug|raises?|broken|crash\w*|but|instead|not)\b", re.I
+)
 
 
 def _rule_tags(unit: Unit) -> tuple[set[Category], set[Category]]:
@@ -645,7 +657,8 @@ _SIM_ALONE = {E: 0.42, R: 0.45, X: 0.42, I: 0.45, L: 0.50, V: 0.50}
 
 _SECTION_CUES: tuple[tuple[re.Pattern, Category | None], ...] = (
     (re.compile(r"expect|desired|should|what did you expect|correct (behaviou?r|output|result)", re.I), X),
-    (re.compile(r"reproduc|steps|example|mcve|mvce|minimal|code sample|test case|how to|command used|models?$", re.I), R),
+    (re.compile(r"reproduc|steps|example|mcve|mvce|minimal|code sample|test case|how to|command used|models?$",
+                re.I), R),
     (re.compile(r"actual|traceback|error|log output|what happened|bug summary|describe the bug|bug description|"
                 r"problem|bug report|pylint output|^output$|current behaviou?r|^result", re.I), E),
     (re.compile(r"version|environment|system|platform|operating system|^os\b|backend|installation|install|"
@@ -882,7 +895,7 @@ def _unit_tokens(units: list[Unit], k: int) -> list[str]:
     text = unit.text[:2000].lower()
     words = _WORD.findall(text)
     tokens = [f"k:{unit.kind}", f"s:{unit.section.key if unit.section else '-'}", *words]
-    tokens += [f"{a} {b}" for a, b in zip(words, words[1:])]
+    tokens += [f"{a} {b}" for a, b in pairwise(words)]
     for word in text.split():
         padded = f" {word} "
         for n in (3, 4):
@@ -941,7 +954,7 @@ class UnitScorer:
     roots: np.ndarray
     tree_category: np.ndarray
     text_coef: np.ndarray
-    """(6, 2 ** TEXT_BITS) per category the logistic-regression weights of the hashed unit text (:func:`hashed_text`)."""
+    """(6, 2 ** TEXT_BITS) per category the logistic-regression weights of the hashed unit text (``hashed_text``)."""
     text_bias: np.ndarray
     unit_threshold: np.ndarray
     """A unit is tagged with a category when its score reaches this (before filling, see :func:`fill_groups`)..."""
@@ -1092,7 +1105,7 @@ def fill_groups(groups: np.ndarray, tagged: np.ndarray) -> np.ndarray:
     cols = tagged if tagged.ndim == 2 else tagged[:, None]
     for j in range(cols.shape[1]):
         idx = np.flatnonzero(cols[:, j])
-        for a, b in zip(idx, idx[1:]):
+        for a, b in pairwise(idx):
             if b > a + 1 and groups[a] == groups[b]:
                 cols[a:b, j] = True
     return tagged
@@ -1208,4 +1221,5 @@ def local(inp: AnnotateInput) -> Annotation:
     return local_batch([inp])[0]
 
 
-SPEC = RoleSpec(name="annotator", input_model=AnnotateInput, output_model=Annotation, local=local, local_batch=local_batch)
+SPEC = RoleSpec(name="annotator", input_model=AnnotateInput, output_model=Annotation, local=local,
+                local_batch=local_batch)

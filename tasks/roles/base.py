@@ -10,7 +10,7 @@ import json
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 from typing import Generic, TypeVar
 
@@ -20,8 +20,8 @@ from tasks.roles.config import RoleConfig
 
 PROMPTS = Path(__file__).parent / "prompts"
 
-I = TypeVar("I", bound=BaseModel)
-O = TypeVar("O", bound=BaseModel)
+I = TypeVar("I", bound=BaseModel)  # noqa: E741 - input and output model of a role
+O = TypeVar("O", bound=BaseModel)  # noqa: E741
 
 
 class RoleFailure(BaseModel):
@@ -37,7 +37,7 @@ class RoleFailure(BaseModel):
     attempts: int = 1
 
 
-@lru_cache(maxsize=None)
+@cache
 def _environment():
     import jinja2
 
@@ -51,7 +51,7 @@ def _environment():
     )
 
 
-@lru_cache(maxsize=None)
+@cache
 def _schema_json(model: type[BaseModel]) -> str:
     return json.dumps(model.model_json_schema(), ensure_ascii=False)
 
@@ -71,8 +71,8 @@ class RoleSpec(Generic[I, O]):
     """Optional faster batch version of ``local`` (e.g. one embedding call for all inputs)."""
 
     def messages(self, inp: I) -> list[dict]:
-        """``prompts/<name>/system.j2`` and ``user.j2`` rendered with the input's fields, the output schema and the active
-        domain's framing (``domain``: ``tasks.domains.api.framing``)."""
+        """``prompts/<name>/system.j2`` and ``user.j2`` rendered with the input's fields, the output schema and the
+        active domain's framing (``domain``: ``tasks.domains.api.framing``)."""
         from tasks.domains.api import active_hints
 
         values = inp.model_dump(mode="json")
@@ -108,7 +108,8 @@ def run_role(
         started = time.perf_counter()
         outputs = list(spec.run_local(inputs))
         client.accounting.add(
-            spec.name, backend="local", model="local-rules", requests=len(inputs), latency_s=time.perf_counter() - started
+            spec.name, backend="local", model="local-rules", requests=len(inputs),
+            latency_s=time.perf_counter() - started,
         )
         return outputs
     if cfg.model.startswith("mock/"):

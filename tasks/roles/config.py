@@ -49,18 +49,29 @@ LOCAL_IMPLEMENTATIONS = {
     "slot_annotator": "rules and templates over the hidden unit and its kind",
     "rewriter": "visible units joined in order into paragraphs (no gap markers)",
     "question_writer": "per-category question templates filled with the issue's files, calls, errors and library",
-    "or_generic_agent": "one open gap per gap category from the gap inventory (priority order) as one QUESTION; READY once every category was asked, after 3 non-answers in a row, or at the last turn; a gap named in reviewer feedback first",
-    "or_choice_agent": "as or_generic_agent, each gap's question with its three A/B/C hypotheses (allow_other under mc_d)",
-    "or_ready_gate": "BLOCK while the gap inventory still holds an unasked objective, hard/soft policy or constraint gap (feedback names it and its question), else PASS",
-    "or_orpilot_agent": "ORPilot interview order from brief templates (objective, decisions, constraints, indices, separate entity types), then one confirmation QUESTION, then [INTERVIEW_COMPLETE] + summary",
+    "or_generic_agent": ("one open gap per gap category from the gap inventory (priority order) as one QUESTION; "
+                         "READY once every category was asked, after 3 non-answers in a row, or at the last turn; a "
+                         "gap named in reviewer feedback first"),
+    "or_choice_agent": ("as or_generic_agent, each gap's question with its three A/B/C hypotheses (allow_other under "
+                        "mc_d)"),
+    "or_ready_gate": ("BLOCK while the gap inventory still holds an unasked objective, hard/soft policy or constraint "
+                      "gap (feedback names it and its question), else PASS"),
+    "or_orpilot_agent": ("ORPilot interview order from brief templates (objective, decisions, constraints, indices, "
+                         "separate entity types), then one confirmation QUESTION, then [INTERVIEW_COMPLETE] + summary"),
     "or_gap_search": "inventory gaps (gaps.py) not yet in the ledger or settled by the transcript, at most 3 per turn",
     "or_open_gap_search": "up to 5 unasked inventory gaps by priority; ready_to_model when none is left",
-    "or_candidate_agent": "three MC-D questions from the 3 highest-priority OPEN ledger gaps (inventory question and hypotheses), READY when none is open; without a ledger, one gap per category",
-    "or_open_candidate_agent": "the guidance gaps' direct questions scored by priority, padded with assumption checks; READY with confidence 0.9 - 0.15 per unconfirmed point",
-    "or_question_selector": "published priority order (objective > rules/policies > scope/entity/time > rest) over the candidates' bound gap categories",
+    "or_candidate_agent": ("three MC-D questions from the 3 highest-priority OPEN ledger gaps (inventory question and "
+                           "hypotheses), READY when none is open; without a ledger, one gap per category"),
+    "or_open_candidate_agent": ("the guidance gaps' direct questions scored by priority, padded with assumption "
+                                "checks; READY with confidence 0.9 - 0.15 per unconfirmed point"),
+    "or_question_selector": ("published priority order (objective > rules/policies > scope/entity/time > rest) over "
+                             "the candidates' bound gap categories"),
     "or_direct_question": "gap search and the highest-priority OPEN or new gap's MC-D question in one step",
-    "or_gap_alignment": "settled unless the public reply is a non-answer ('still needs confirmation', don't know) or picks an option that was not offered",
-    "or_session_judge": "silent assumptions: unhedged READY-summary/question statements scored against each unconfirmed slot (logistic over MiniLM + word overlap); stopping label by the re-audit rules plus over-questioning after N low-value turns",
+    "or_gap_alignment": ("settled unless the public reply is a non-answer ('still needs confirmation', don't know) or "
+                         "picks an option that was not offered"),
+    "or_session_judge": ("silent assumptions: unhedged READY-summary/question statements scored against each "
+                         "unconfirmed slot (logistic over MiniLM + word overlap); stopping label by the re-audit "
+                         "rules plus over-questioning after N low-value turns"),
 }
 """What each role's local backend is, in words, for reports."""
 

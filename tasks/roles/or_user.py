@@ -195,7 +195,7 @@ class ChoiceUserInput(BaseModel):
     d_option_text: str = FIXED_OPTION_D_TEXT
 
     @model_validator(mode="after")
-    def _two_options(self) -> "ChoiceUserInput":
+    def _two_options(self) -> ChoiceUserInput:
         if len(self.options) < 2:
             raise ValueError("a choice question needs at least two options")
         return self
@@ -211,7 +211,7 @@ class ChoiceUserOutput(BaseModel):
     match_status: MatchStatus
 
     @model_validator(mode="after")
-    def _d_rules(self) -> "ChoiceUserOutput":
+    def _d_rules(self) -> ChoiceUserOutput:
         if self.choice == "D":
             if not (self.comment and self.comment.strip()):
                 raise ValueError("choice D needs a comment")

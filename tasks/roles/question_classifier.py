@@ -71,7 +71,8 @@ CUES: dict[str, list[tuple[str, float]]] = {
     ],
     _X.value: [
         (r"\bexpect(ed|ing|ation|ations)?\b", 1.0),
-        (r"\b(desired|intended|correct|right|ideal) (output|result|behaviou?r|value|return|outcome|state|format)s?\b", 1.0),
+        (r"\b(desired|intended|correct|right|ideal) (output|result|behaviou?r|value|return|outcome|state|format)s?\b",
+         1.0),
         (r"\bshould (it|this|the (function|method|call|output|result)) (return|produce|output|behave|do|be)\b", 0.8),
         (r"\bwhat should (happen|be (returned|displayed|printed|shown))\b", 1.0),
         (r"\binstead\b", 0.5),
@@ -112,9 +113,10 @@ CUES: dict[str, list[tuple[str, float]]] = {
         (r"^\s*(hi|hello|hey|thanks|thank you)\b", 0.8),
         (r"^\W*(hi|hello|hey)?\W*how are you( doing)?( today)?\W*$", 1.0),
         (r"\byour (name|age|job|company|salary|team|mood)\b", 0.8),
-        (r"^\s*(can|could) you (provide|give|share) (more|any|additional|some) (details|information|info|context)\s*\??\s*$",
+        (r"^\s*(can|could) you (provide|give|share) (more|any|additional|some) "
+         r"(details|information|info|context)\s*\??\s*$", 1.0),
+        (r"^\s*(can|could) you (clarify|explain|elaborate)( (the|this) (issue|problem))?( more| further)?\s*\??\s*$",
          1.0),
-        (r"^\s*(can|could) you (clarify|explain|elaborate)( (the|this) (issue|problem))?( more| further)?\s*\??\s*$", 1.0),
         (r"^\s*(is there )?anything else\b", 0.8),
     ],
 }

@@ -14,9 +14,9 @@ best-scoring piece is the evidence. The text helpers here are shared with the si
 from __future__ import annotations
 
 import re
-from functools import lru_cache
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Literal
 
 import numpy as np
@@ -51,7 +51,9 @@ OBJECTIVE_Q = re.compile(
     re.I,
 )
 OBJECTIVE_UNIT = re.compile(r"^\s*(maximi[sz]e|minimi[sz]e|the (objective|goal)|objective|goal)\b", re.I)
-OBJECTIVE_MENTION = re.compile(r"\b(objectives?|goals?|priorit\w*|targets?|optimi[sz]\w*|maximi[sz]\w*|minimi[sz]\w*)\b", re.I)
+OBJECTIVE_MENTION = re.compile(
+    r"\b(objectives?|goals?|priorit\w*|targets?|optimi[sz]\w*|maximi[sz]\w*|minimi[sz]\w*)\b", re.I
+)
 RULE_PREFIX = re.compile(
     r"^\s*(the\s+)?agent(['’]s)?(\s+question)?\s+(must\s+|should\s+)?(explicitly\s+|specifically\s+|directly\s+|"
     r"clearly\s+)?(express(es)? the need to know|asks?|inquires?|mentions?|requests?|confirms?|raises?)\s+"
@@ -183,7 +185,9 @@ class PreparedSlot:
     propers: set[str]
 
 
-def slot_texts(name: str, unit_content: str, rule: str, refs: Sequence[str], fails: Sequence[str]) -> dict[str, list[str]]:
+def slot_texts(
+    name: str, unit_content: str, rule: str, refs: Sequence[str], fails: Sequence[str]
+) -> dict[str, list[str]]:
     texts = {
         "name": [humanise(name)],
         "unit": [unit_content],
@@ -205,7 +209,7 @@ def prepare_slot(name: str, unit_content: str, rule: str = "", refs: Sequence[st
         objective = 0.0
     else:
         objective = -1.0
-    propers = proper_nouns(" ".join([core, *refs, *fails])) | {w for w in content_words(core)}
+    propers = proper_nouns(" ".join([core, *refs, *fails])) | set(content_words(core))
     return PreparedSlot(texts=texts, core=core, words=words, objective=objective, propers=propers)
 
 

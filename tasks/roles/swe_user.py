@@ -61,13 +61,15 @@ _VERSION = re.compile(
     re.IGNORECASE,
 )
 _LIST_LINE = re.compile(r"^\s*([-*+•]|\d+[.)])\s+|^\s*[A-Za-z][\w ./\-]{0,30}:\s+\S")
-_ERROR_WORDS = re.compile(r"\b(error|errors|exception|raises?|raised|raising|crash(es)?|fails?|failed|failing|wrong|incorrect|"
-                          r"broken|bug|warning|unexpected(ly)?|traceback)\b|\b\w+(Error|Exception)\b", re.IGNORECASE)
+_ERROR_WORDS = re.compile(r"\b(error|errors|exception|raises?|raised|raising|crash(es)?|fails?|failed|failing|wrong|"
+                          r"incorrect|broken|bug|warning|unexpected(ly)?|traceback)\b|\b\w+(Error|Exception)\b",
+                          re.IGNORECASE)
 _ERROR_NAME = re.compile(r"\b[A-Z]\w*(Error|Exception|Warning)\b")
 _EXPECTED_WORDS = re.compile(r"\b(expect(ed|s|ing|ation)?|should|instead|desired|intended|ought|correct(ly)?|"
                              r"would like|supposed to)\b", re.IGNORECASE)
 _IMPL_WORDS = re.compile(r"\b(fix|patch|implement|modify|refactor|approach|solution|propose|suggest)\w*\b|"
-                         r"\b[\w/]+\.(py|pyx|c|js|cfg|toml)\b|^\s*(def|class) \w+|^(diff|@@|[-+]{3} )", re.IGNORECASE | re.M)
+                         r"\b[\w/]+\.(py|pyx|c|js|cfg|toml)\b|^\s*(def|class) \w+|^(diff|@@|[-+]{3} )",
+                         re.IGNORECASE | re.M)
 _HEADING = re.compile(r"^\s{0,3}#{1,6}\s|^\s*[A-Za-z][\w /&-]{0,40}:\s*$")
 _CODE_LINE = re.compile(r"^(\s{4,}|\t|>>> |\.\.\. |\$ )")
 
@@ -117,9 +119,9 @@ def _block_units(block: str) -> list[TextUnit]:
 
 def _prose_units(paragraph: str) -> list[TextUnit]:
     lines = paragraph.split("\n")
-    if len(lines) > 1 and all(_LIST_LINE.match(l) or _VERSION.search(l) for l in lines if l.strip()):
+    if len(lines) > 1 and all(_LIST_LINE.match(line) or _VERSION.search(line) for line in lines if line.strip()):
         # A list (versions, settings, steps): one unit per line.
-        pieces = [l.strip() for l in lines]
+        pieces = [line.strip() for line in lines]
     else:
         pieces = [s.strip() for s in _SENTENCE_END.split(paragraph)]
     units = []
@@ -165,9 +167,9 @@ def split_units(text: str) -> list[TextUnit]:
                 if in_tb and _EXC_LINE.match(nxt):
                     j += 1
                     break
-                if not nxt.strip() or not (_CODE_LINE.match(nxt) or in_tb or _TB_START.search(nxt)):
-                    if not (nxt.strip() and _TB_START.search(nxt)):
-                        break
+                if ((not nxt.strip() or not (_CODE_LINE.match(nxt) or in_tb or _TB_START.search(nxt)))
+                        and not (nxt.strip() and _TB_START.search(nxt))):
+                    break
                 in_tb = in_tb or bool(_TB_START.search(nxt))
                 j += 1
             block = "\n".join(lines[i:j]).strip()
@@ -279,7 +281,9 @@ def explicit_kinds(question: str) -> set[str] | None:
     return kinds or None
 
 
-def rank_units(question: str, qvec: np.ndarray, label: str, units: Sequence[TextUnit], uvecs: np.ndarray) -> list[float]:
+def rank_units(
+    question: str, qvec: np.ndarray, label: str, units: Sequence[TextUnit], uvecs: np.ndarray
+) -> list[float]:
     """The combined score of every unit for one question."""
     q_tokens = content_tokens(question)
     required = explicit_kinds(question)
@@ -299,7 +303,9 @@ def rank_units(question: str, qvec: np.ndarray, label: str, units: Sequence[Text
     return scores
 
 
-def select(question: str, label: str, confidence: float, units: Sequence[TextUnit], scores: Sequence[float]) -> Retrieval:
+def select(
+    question: str, label: str, confidence: float, units: Sequence[TextUnit], scores: Sequence[float]
+) -> Retrieval:
     if label == IRRELEVANT and confidence >= IRRELEVANT_CONFIDENCE:
         return Retrieval(False, [], 0.0, label, "the question is not about the issue (classified irrelevant)")
     if not units:
@@ -307,7 +313,8 @@ def select(question: str, label: str, confidence: float, units: Sequence[TextUni
     order = sorted(range(len(units)), key=lambda k: (-scores[k], k))
     best = scores[order[0]]
     if best < ANSWER_THRESHOLD:
-        return Retrieval(False, [], best, label, f"no passage matches well enough (best {best:.2f} < {ANSWER_THRESHOLD})")
+        return Retrieval(False, [], best, label,
+                         f"no passage matches well enough (best {best:.2f} < {ANSWER_THRESHOLD})")
     asked = explicit_kinds(question) or set()
     chosen = [
         k for k in order
@@ -329,7 +336,7 @@ def retrieve_batch(items: Sequence[tuple[Sequence[str], str]]) -> list[Retrieval
     index = {t: k for k, t in enumerate(unit_texts)}
     classified = classify_with_vectors(questions, qvecs)
     out = []
-    for (sources, question), qvec, units, cls in zip(items, qvecs, unit_lists, classified):
+    for (_sources, question), qvec, units, cls in zip(items, qvecs, unit_lists, classified):
         uvecs = uvec_all[[index[u.text] for u in units]] if units else np.zeros((0, qvecs.shape[1]), np.float32)
         scores = rank_units(question, qvec, cls.label, units, uvecs)
         out.append(select(question, cls.label, cls.confidence, units, scores))

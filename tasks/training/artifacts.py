@@ -149,7 +149,8 @@ def model_card(result: TrainResult, profile: TrainProfile, n_logged: int) -> str
         "",
     ]
     if result.kind == "grpo":
-        lines += ["## Rewards (last logged step)", "", "| reward function | weight in advantage | mean |", "|---|---|---|"]
+        lines += ["## Rewards (last logged step)", "",
+                  "| reward function | weight in advantage | mean |", "|---|---|---|"]
         for name, weight in result.reward_weights.items():
             lines.append(f"| `{name}` | {weight:g} | {_fmt(result.final_rewards.get(name))} |")
         lines += [f"| weighted total (`reward`) | | {_fmt(result.final_rewards.get('reward'))} |", ""]

@@ -116,7 +116,8 @@ class LocalPolicy:
         """Base (name, folder, ``"smollm2-135m-instruct"`` or a built model) plus an optional LoRA adapter.
 
         ``base=None`` takes the base recorded in the adapter. The tokenizer saved with the adapter wins over the
-        base's. ``device="auto"`` moves a loaded base to CUDA when there is one (a built model stays put). ``generation`` fields: see :class:`GenerationSettings` (``max_new_tokens``, ``greedy``, ...).
+        base's. ``device="auto"`` moves a loaded base to CUDA when there is one (a built model stays put).
+        ``generation`` fields: see :class:`GenerationSettings` (``max_new_tokens``, ``greedy``, ...).
         """
         with MODEL_LOAD_LOCK:  # base, adapter and merge as one step: no other thread builds a model meanwhile
             return cls._from_adapter(base, adapter_dir, tokenizer=tokenizer, dtype=dtype, device=device, merge=merge,

@@ -306,7 +306,8 @@ def train_grpo(
     if not funcs:
         raise InputError("reward_funcs", "at least one reward function is needed")
     names = [reward_name(f) for f in funcs]
-    weights = resolve_reward_weights(names, reward_weights if reward_weights is not None else profile.grpo.reward_weights)
+    weights = resolve_reward_weights(
+        names, reward_weights if reward_weights is not None else profile.grpo.reward_weights)
     from datasets import Dataset
     from transformers import set_seed
     from trl import GRPOConfig, GRPOTrainer
@@ -316,7 +317,8 @@ def train_grpo(
     if g.max_prompt_tokens is not None:
         rows = [{**r, "prompt": truncate_prompt(r["prompt"], tokenizer, g.max_prompt_tokens,
                                                   profile.chat_template_kwargs)} for r in rows]
-    vllm = {"vllm_mode": g.vllm_mode, "vllm_gpu_memory_utilization": g.vllm_gpu_memory_utilization} if g.use_vllm else {}
+    vllm = ({"vllm_mode": g.vllm_mode, "vllm_gpu_memory_utilization": g.vllm_gpu_memory_utilization}
+            if g.use_vllm else {})
     with staged_dir(out_dir) as staging, tempfile.TemporaryDirectory(prefix="grpo-trainer-") as scratch:
         set_seed(profile.seed)
         args = GRPOConfig(

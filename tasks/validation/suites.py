@@ -6,12 +6,6 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 
-def empty_runs() -> Any:
-    from tasks.infovalue.runs import empty_table
-
-    return empty_table()
-
-
 def build_suite(name: str, **options: Any) -> Any:
     """``options``: ``min_per_class`` for ``shap_runs``; ``methods`` (known method names) for ``or_episodes``.
 
@@ -42,9 +36,9 @@ def _swe_cases(E: Any, options: dict[str, Any]) -> list:
 
 
 def _shap_runs(E: Any, options: dict[str, Any]) -> list:
-    from tasks.infovalue.runs import gx_expectation_objects, runs_table_for_gx
+    from tasks.infovalue.runs import empty_table, gx_expectation_objects, runs_table_for_gx
 
-    return gx_expectation_objects(runs_table_for_gx(empty_runs(), options.get("min_per_class", 10))[1])
+    return gx_expectation_objects(runs_table_for_gx(empty_table(), options.get("min_per_class", 10))[1])
 
 
 def _shap_weights(E: Any, options: dict[str, Any]) -> list:

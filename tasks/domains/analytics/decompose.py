@@ -101,7 +101,7 @@ COLUMN_LIST = re.compile(r"`[\w.]+`\s*(\(|:)\s*\w+(,\s*\w+){2,}")
 
 
 def scores(text: str) -> dict[str, float]:
-    out = {kind: 0.0 for kind in UNIT_KINDS}
+    out = dict.fromkeys(UNIT_KINDS, 0.0)
     for kind, cues in CUES.items():
         for pattern, weight in cues:
             if pattern.search(text):

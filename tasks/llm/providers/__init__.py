@@ -20,7 +20,8 @@ def build_response(model: str, text: str, prompt_tokens: int, completion_tokens:
         model=model,
         choices=[Choices(index=0, finish_reason="stop", message=Message(role="assistant", content=text))],
         usage=Usage(
-            prompt_tokens=prompt_tokens, completion_tokens=completion_tokens, total_tokens=prompt_tokens + completion_tokens
+            prompt_tokens=prompt_tokens, completion_tokens=completion_tokens,
+            total_tokens=prompt_tokens + completion_tokens,
         ),
     )
 

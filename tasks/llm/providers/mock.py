@@ -95,9 +95,10 @@ class MockProvider(CustomLLM):
         elif script.rule is not None:
             try:
                 text = script.rule(messages)
-            except Exception as err:  # a broken script is a bug, not a transient fault: no retries
+            except Exception as err:  # noqa: BLE001 - a broken script is a bug, not a transient fault: no retries
                 return script, None, litellm.BadRequestError(
-                    message=f"mock script {model!r} raised {type(err).__name__}: {err}", model=model, llm_provider="mock"
+                    message=f"mock script {model!r} raised {type(err).__name__}: {err}", model=model,
+                    llm_provider="mock",
                 )
         elif script.outputs:
             text = script.outputs[min(index, len(script.outputs) - 1)]

@@ -82,7 +82,8 @@ class SmolLM2Provider(CustomLLM):
             import litellm
 
             raise litellm.BadRequestError(
-                message=f"unknown local model {name!r} (available: {', '.join(MODELS)})", model=name, llm_provider="local"
+                message=f"unknown local model {name!r} (available: {', '.join(MODELS)})", model=name,
+                llm_provider="local",
             )
         with self._load_lock:
             if name not in self._models:
@@ -97,7 +98,8 @@ class SmolLM2Provider(CustomLLM):
                 self._models[name] = (tokenizer, model)
             return self._models[name]
 
-    def generate(self, name: str, messages: list[dict], *, max_tokens: int = 256, temperature: float = 0.0, seed: int = 0):
+    def generate(self, name: str, messages: list[dict], *, max_tokens: int = 256, temperature: float = 0.0,
+                 seed: int = 0):
         import torch
 
         tokenizer, model = self.load(name)
