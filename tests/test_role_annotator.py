@@ -45,7 +45,6 @@ Running this snippet shows the problem:
 
 ```python
 from numkit import round_half
-from tests.conftest import load_benchmark
 print(round_half(-2.5))
 ```
 """
