@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from flows.new_domain import params_text
-from tests.conftest import python
+from tests.conftest import ROOT, python
 
 NAME = "demo_requests"
 
@@ -52,6 +52,9 @@ def test_a_scaffolded_domain_builds_and_evaluates(project, prefect_api):
     for rel in (f"tasks/domains/{NAME}.py", f"data/samples/{NAME}/records.jsonl", f"data/samples/{NAME}/README.md",
                 f"tests/test_domain_{NAME}.py"):
         assert (project / rel).is_file(), rel
+    # `make test` lints first, so the scaffold must pass it as written
+    python(project, "-m", "ruff", "check", "--config", str(ROOT / "pyproject.toml"), f"tasks/domains/{NAME}.py",
+           f"tests/test_domain_{NAME}.py")
     params = yaml.safe_load((project / "params.yaml").read_text())
     assert NAME in params["domains"] and NAME in params["construct"] and NAME in params["evaluate"]
     order = python(project, "-m", "flows.pipeline", "--list").stdout.split()
