@@ -28,7 +28,6 @@ writes them to ``benchmarks/out/annotator_audit.json``.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import sys
 from pathlib import Path
@@ -37,6 +36,8 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+
+from benchmarks.siblings import load  # noqa: E402
 
 AUDIT = ROOT / "benchmarks" / "audit"
 ITEMS = AUDIT / "annotator_spans.jsonl"
@@ -60,13 +61,6 @@ DEFINITIONS = {
     "version_env": "the configuration needed to reproduce: package and dependency versions, OS, Python version, "
                    "config flags, hardware",
 }
-
-
-def _load(name: str):
-    spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def audited_precision(measured: float, judged_yes: int, judged: int) -> dict:
@@ -156,7 +150,7 @@ def sample(data: Path, per_category: int, controls: int, categories: tuple[str, 
     from tasks.categories import ORDER
     from tasks.store import atomic_write_text
 
-    train, fidelity = _load("train_annotator"), _load("annotator_fidelity")
+    train, fidelity = load("train_annotator"), load("annotator_fidelity")
     issues, prepared, labels, presence, geoms = train.load_rows(data)
     annotations, _, _ = train.cross_validated_annotations(issues, prepared, labels, presence, geoms)
     cv = fidelity.evaluate(issues, annotations, list(range(len(issues))), ORDER)["spans"]

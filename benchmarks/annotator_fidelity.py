@@ -39,7 +39,6 @@ through the persistent call cache, so a rerun costs nothing. Writes ``benchmarks
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import os
 import sys
@@ -50,6 +49,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.siblings import load  # noqa: E402
 from tasks.masking import find_all as _occurrences  # noqa: E402
 
 DEFAULT_DATA = ROOT.parent / "shared" / "data" / "clariti" / "data.xlsx"
@@ -201,13 +201,6 @@ def _checks(result: dict) -> dict:
     }
 
 
-def _train_module():
-    spec = importlib.util.spec_from_file_location("train_annotator", ROOT / "benchmarks" / "train_annotator.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def llm_annotations(issues, cfg, client=None) -> tuple[list, dict]:
     """The LLM backend's annotations of ``issues`` (aligned; a final failure is an empty annotation) and its usage:
     failures by kind, spans dropped as not verbatim, and the client's accounting for the role."""
@@ -354,7 +347,7 @@ def main(argv: list[str] | None = None) -> int:
         results["shipped_weights_in_sample_not_honest"] = evaluate(issues, annotations, rows_all, ORDER)
     cv_thresholds = None
     if not args.no_cv:
-        train = _train_module()
+        train = load("train_annotator")
         t0 = time.perf_counter()
         cv_annotations, cv_thresholds, _ = train.cross_validated_annotations(
             issues, prepared, *train.training_rows(issues, prepared))

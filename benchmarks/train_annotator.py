@@ -27,7 +27,6 @@ weights are then trained on all annotated rows (thresholds again from an inner 4
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import sys
 import time
@@ -39,6 +38,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.siblings import load  # noqa: E402
 from tasks.masking import find_all as _occurrences  # noqa: E402
 
 DEFAULT_DATA = ROOT.parent / "shared" / "data" / "clariti" / "data.xlsx"
@@ -415,13 +415,6 @@ def training_rows(issues, prepared):
     return labels, presence_labels(issues), geoms
 
 
-def _fidelity():
-    spec = importlib.util.spec_from_file_location("annotator_fidelity", ROOT / "benchmarks" / "annotator_fidelity.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", default=str(DEFAULT_DATA))
@@ -444,7 +437,7 @@ def main(argv: list[str] | None = None) -> int:
     from tasks.categories import ORDER
     from tasks.roles.annotator import WEIGHTS, annotate_prepared
 
-    fidelity = _fidelity()
+    fidelity = load("annotator_fidelity")
     t0 = time.perf_counter()
     issues, prepared, labels, presence, geoms = load_rows(path)
     prep_s = time.perf_counter() - t0

@@ -109,12 +109,9 @@ def project(tmp_path: Path) -> Path:
 
 def load_benchmark(name: str):
     """The script ``benchmarks/<name>.py`` as a module (benchmarks are scripts, not a package)."""
-    import importlib.util
+    from benchmarks.siblings import load
 
-    spec = importlib.util.spec_from_file_location(f"benchmark_{name}", ROOT / "benchmarks" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load(name)
 
 
 def run(repo: Path, *args: str, check: bool = True, timeout: float = 300) -> subprocess.CompletedProcess:
