@@ -26,12 +26,11 @@ def test_unit_pairs_carry_the_nearest_heading_and_the_previous_unit(probe) -> No
     assert by_text["numpy 1.26"] == "## Versions | ## Versions"
 
 
-def test_rank_blend_follows_each_score_at_its_end_weights(probe) -> None:
-    a = np.array([[0.1, 5.0], [0.9, 1.0], [0.5, 3.0]])
-    b = np.array([[30.0, 0.2], [10.0, 0.1], [20.0, 0.3]])
-    assert np.array_equal(np.argsort(probe.rank_blend(a, b, 0.0), axis=0), np.argsort(a, axis=0))
-    assert np.array_equal(np.argsort(probe.rank_blend(a, b, 1.0), axis=0), np.argsort(b, axis=0))
-    assert np.allclose(probe.rank_blend(a, b, 0.5)[:, 0], [2.0, 2.0, 2.0])  # ranks 1,3,2 against 3,1,2
+def test_blend_is_the_weighted_mean_of_the_two_probabilities(probe) -> None:
+    a = np.array([[0.1, 0.8], [0.9, 0.2]])
+    b = np.array([[0.5, 0.0], [0.3, 1.0]])
+    assert np.array_equal(probe.blend(a, b, 0.0), a) and np.array_equal(probe.blend(a, b, 1.0), b)
+    assert np.allclose(probe.blend(a, b, 0.25), [[0.2, 0.6], [0.75, 0.4]])
 
 
 def test_missing_workbook_and_bad_fold_are_one_line_and_exit_2(probe, tmp_path, capsys) -> None:
