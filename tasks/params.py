@@ -60,6 +60,11 @@ class OptimizationConstructParams(Section):
     orclarify_path: str = "../shared/data/or-clarify"
     limit: int | None = Field(default=None, ge=1)
     hide_fraction: float = Field(default=0.5, gt=0.0, le=1.0)
+    """Used only when ``hidden_counts`` is null: hide about this share of the eligible units."""
+    hidden_counts: dict[int, float] | None = None
+    """Slots per case -> probability (OR-Clarify's shape: 1-3 slots, about 1.8 on average); null: ``hide_fraction``."""
+    severity_mix: dict[Literal["P0", "P1", "P2"], float] | None = None
+    """Target share of each severity among the hidden slots (with ``hidden_counts``); null: every unit alike."""
     min_hidden: int = Field(default=1, ge=1)
     max_hidden: int = Field(default=3, ge=1)
     seed: int = 0
@@ -69,6 +74,12 @@ class OptimizationConstructParams(Section):
     def _range(self) -> OptimizationConstructParams:
         if self.min_hidden > self.max_hidden:
             raise ValueError("min_hidden must not exceed max_hidden")
+        if self.hidden_counts is not None:
+            if not self.hidden_counts or min(self.hidden_counts) < 1 or any(p < 0 for p in self.hidden_counts.values()) \
+                    or sum(self.hidden_counts.values()) <= 0:
+                raise ValueError("hidden_counts maps slot counts >= 1 to non-negative probabilities with a positive sum")
+        if self.severity_mix is not None and any(p < 0 for p in self.severity_mix.values()):
+            raise ValueError("severity_mix shares must be non-negative")
         return self
 
 

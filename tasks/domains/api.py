@@ -160,9 +160,11 @@ class Domain(Protocol):
         """One verdict per unit, in order: the filter of DESIGN §3."""
         ...
 
-    def choose_hidden(self, record_id: str, candidates: Sequence[Unit], cfg: Any) -> list[list[str]]:
+    def choose_hidden(self, record_id: str, candidates: Sequence[Unit], cfg: Any,
+                      units: Sequence[Unit] = ()) -> list[list[str]]:
         """The masking policy: per case variant, the ids of the candidate units to hide (deterministic per record
-        id and seed; an empty list means the record yields no case)."""
+        id and seed; an empty list means the record yields no case). ``units`` are all of the record's units, for
+        policies that weigh a candidate by its context (its severity, say)."""
         ...
 
     def severity(self, hidden: Sequence[Unit], units: Sequence[Unit]) -> tuple[Severity | None, str]:

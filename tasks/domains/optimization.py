@@ -5,8 +5,9 @@ A :class:`~tasks.domains.units.UnitDomain` whose decomposition and annotation go
 Evaluated by the episode loop with the optimisation gap inventory (``tasks/clarifiers/gaps.py``).
 
 Per problem: units come from the source (TOML) or the ``decomposer`` role; ``eligibility`` marks the hide
-candidates (and why every unit was kept or dropped); ``choose_hidden`` picks about ``hide_fraction`` of them,
-seeded per problem; the ``rewriter`` role renders the public brief from the visible units; the ``slot_annotator``
+candidates (and why every unit was kept or dropped); ``choose_hidden`` draws OR-Clarify's shape (``hidden_counts``
+slots per case, units weighted towards ``severity_mix`` by their estimated severity) or about ``hide_fraction`` of
+them, seeded per problem; the ``rewriter`` role renders the public brief from the visible units; the ``slot_annotator``
 role writes each hidden slot's rubric. Output: one OR-Clarify 0.3 TOML per case plus a JSONL index in the unified
 schema (whose ``extra.construction`` keeps the eligibility decisions).
 """
@@ -142,6 +143,21 @@ class OptimizationDomain(UnitDomain):
         from tasks.orclarify.eligibility import eligibility
 
         return eligibility(list(units))
+
+    # ---- mask: OR-Clarify's shape (slots per case, severity mix), or a share of the candidates --------------------
+
+    def choose_hidden(self, record_id: str, candidates: Sequence[Unit], cfg: OptimizationConstructParams,
+                      units: Sequence[Unit] = ()) -> list[list[str]]:
+        from tasks.orclarify.brief import choose_hidden, choose_hidden_shaped
+
+        if cfg.hidden_counts is None:
+            return [choose_hidden(record_id, cfg.seed, [u.id for u in candidates], fraction=cfg.hide_fraction,
+                                  min_hidden=cfg.min_hidden, max_hidden=cfg.max_hidden)]
+        context = list(units) or list(candidates)
+        rated = [(u.id, self.severity([u], context)[0] or "P1") for u in candidates]
+        return [choose_hidden_shaped(record_id, cfg.seed, rated, counts=cfg.hidden_counts,
+                                     severity_mix=cfg.severity_mix or {}, min_hidden=cfg.min_hidden,
+                                     max_hidden=cfg.max_hidden)]
 
     # ---- annotate: the slot_annotator role ----------------------------------------------------------------------
 

@@ -405,7 +405,7 @@ class SweDomain:
         return [Eligibility(unit_id=u.id, eligible=u.category is not None,
                             reason=u.category.key if u.category is not None else "no category") for u in units]
 
-    def choose_hidden(self, record_id: str, candidates, cfg: SweConstructParams) -> list[list[str]]:
+    def choose_hidden(self, record_id: str, candidates, cfg: SweConstructParams, units=()) -> list[list[str]]:
         """Per variant, every unit of 1-3 drawn categories (``masking.choose_hidden``, seeded per issue)."""
         cats = [c for c in Category if any(u.category == c for u in candidates)]
         combos = masking.choose_hidden(record_id, cfg.seed, cats, cfg.n_variants, cfg.min_hidden, cfg.max_hidden)

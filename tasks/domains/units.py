@@ -138,7 +138,7 @@ def build_unit_chunk(domain: str, records_in: list[dict], cfg: dict, roles: dict
         notes["eligible_units"] += len(eligible)
         notes["dropped_as_implied"] += sum(1 for d in decisions if not d.eligible and d.reason.startswith("implied"))
         candidates = [u for u in units if u.id in set(eligible)]
-        variants = [list(v) for v in dom.choose_hidden(rid, candidates, params) if v]
+        variants = [list(v) for v in dom.choose_hidden(rid, candidates, params, units=units) if v]
         if not variants:
             notes["records_without_eligible_unit"] += 1
             continue
@@ -290,7 +290,8 @@ class UnitDomain:
         hideable = set(self.taxonomy.hideable)
         return [Eligibility(unit_id=u.id, eligible=u.kind in hideable, reason=u.kind) for u in units]
 
-    def choose_hidden(self, record_id: str, candidates: Sequence[Unit], cfg: Any) -> list[list[str]]:
+    def choose_hidden(self, record_id: str, candidates: Sequence[Unit], cfg: Any,
+                      units: Sequence[Unit] = ()) -> list[list[str]]:
         from tasks.orclarify.brief import choose_hidden
 
         return [choose_hidden(record_id, cfg.seed, [u.id for u in candidates], fraction=cfg.hide_fraction,

@@ -1,7 +1,9 @@
 """Mask: choose which eligible units a case hides, and render the public brief from the visible units.
 
-The choice is deterministic per (problem id, seed): about ``fraction`` of the eligible units, at least
-``min_hidden`` and at most ``max_hidden``. The brief is written by the ``rewriter`` role. Its local backend joins the
+The choice is deterministic per (problem id, seed): either about ``fraction`` of the eligible units, at least
+``min_hidden`` and at most ``max_hidden`` (:func:`choose_hidden`), or OR-Clarify's shape (:func:`choose_hidden_shaped`):
+a number of slots drawn from a distribution (1-3, about 1.8 on average) and units drawn with weights that follow a
+target severity mix (the published 75 P0 / 83 P1 / 20 P2). The brief is written by the ``rewriter`` role. Its local backend joins the
 visible units in their original order: consecutive one-line prose units form a paragraph, and a unit spanning
 several lines (a table, a list) stands as its own paragraph. No marker or numbering shows where a unit was removed.
 An LLM rewrite that reproduces a hidden unit verbatim is rejected in favour of the local join (see
@@ -32,6 +34,37 @@ def choose_hidden(
     k = min(k, len(eligible_ids))
     picked = set(random.Random(f"{problem_id}:{seed}").sample(list(eligible_ids), k))
     return [u for u in eligible_ids if u in picked]
+
+
+def choose_hidden_shaped(
+    problem_id: str, seed: int, eligible: Sequence[tuple[str, str]], *, counts: dict[int, float],
+    severity_mix: dict[str, float], min_hidden: int, max_hidden: int,
+) -> list[str]:
+    """The hidden unit ids, in the given order, for ``eligible`` ``(unit id, estimated severity)`` pairs.
+
+    The number of slots is drawn from ``counts`` (slots -> probability), clipped to ``[min_hidden, max_hidden]`` and
+    to the candidates. Units are then drawn one at a time without replacement: a severity class is picked with
+    probability proportional to its ``severity_mix`` share among the classes still available, then a unit of that
+    class uniformly, so across many problems the hidden slots follow the mix wherever the candidates allow it.
+    """
+    if not eligible:
+        return []
+    rng = random.Random(f"{problem_id}:{seed}:shape")
+    sizes = sorted(counts)
+    want = rng.choices(sizes, weights=[counts[n] for n in sizes])[0]
+    k = min(max(min_hidden, min(max_hidden, want)), len(eligible))
+    pool = list(eligible)
+    picked: set[str] = set()
+    for _ in range(k):
+        classes = sorted({sev for _, sev in pool})
+        weights = [severity_mix.get(c, 0.0) for c in classes]
+        if sum(weights) <= 0:
+            weights = [1.0] * len(classes)
+        cls = rng.choices(classes, weights=weights)[0]
+        uid = rng.choice([u for u, sev in pool if sev == cls])
+        picked.add(uid)
+        pool = [(u, sev) for u, sev in pool if u != uid]
+    return [u for u, _ in eligible if u in picked]
 
 
 class RewriteInput(BaseModel):
