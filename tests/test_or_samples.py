@@ -43,7 +43,7 @@ def problems():
 
 
 def test_samples_load_with_unique_ids(problems):
-    assert len(problems) >= 12
+    assert len(problems) >= 20  # the default evaluation has one case per problem and needs at least 20
     ids = [p.problem_id for p in problems]
     assert len(set(ids)) == len(ids)
     assert all(re.fullmatch(r"opt_[a-z]+_\d{3}", i) for i in ids)
@@ -54,7 +54,7 @@ def test_samples_cover_the_required_problem_families(problems):
     families = {p.problem_id.split("_")[1] for p in problems}
     required = {"production", "workforce", "transport", "inventory", "blending", "scheduling", "facility",
                 "portfolio"}
-    assert required <= families and len(families) >= 12
+    assert required <= families and len(families) >= 20
 
 
 def test_each_problem_is_a_complete_request(problems):
@@ -81,3 +81,17 @@ def test_statement_splitter():
     text = "Intro one. Intro two costs €5.\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\n- first\n- second.\n1. third"
     assert statements(text) == ["Intro one.", "Intro two costs €5.", "| a | b |\n|---|---|\n| 1 | 2 |",
                                 "first", "second.", "third"]
+
+
+def test_every_problem_offers_at_least_four_hide_candidates(problems):
+    """The real decomposer and filter leave each problem >= 4 eligible units, the objective among them."""
+    from tasks.orclarify import decompose
+    from tasks.orclarify.eligibility import eligibility
+
+    outputs = decompose.local_batch([decompose.DecomposeInput(problem_id=p.problem_id, text=p.text)
+                                     for p in problems])
+    for problem, output in zip(problems, outputs, strict=True):
+        units = decompose.to_units(output)
+        eligible = [u for u, e in zip(units, eligibility(units), strict=True) if e.eligible]
+        assert len(eligible) >= 4, (problem.problem_id, len(eligible))
+        assert any(u.kind == "objective" for u in eligible), problem.problem_id
