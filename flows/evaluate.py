@@ -147,6 +147,7 @@ def evaluate_episodes(domain: str, params: str, out: str | None, runner: str | N
              methods=[m.name for m in settings.methods])
         gate("or_summary", eval_metrics.summary_frame(summary), artifact=f"{out_dir.relative_to(root)}/summary.json",
              results_dir=results_dir)
+        check_ladder(summary, settings, artifact=f"{out_dir.relative_to(root)}/summary.json")
         report = (staging / "report.md").read_text(encoding="utf-8")
         publish_dir(staging, out_dir)
     publish_report(report, key=f"evaluate-{domain}")
@@ -157,6 +158,26 @@ def evaluate_episodes(domain: str, params: str, out: str | None, runner: str | N
     return {"domain": domain, "episodes": len(results), "played": stats.played, "reused": stats.reused,
             "rows": len(summary), "seconds": round(time.monotonic() - started, 1),
             "out": str(out_dir.relative_to(root)) if out_dir.is_relative_to(root) else str(out_dir)}
+
+
+def check_ladder(summary: dict, settings, *, artifact: str) -> list[str]:
+    """The sanity ladder (``tasks/evaluation/sanity.py``) when both reference methods ran: a GateError under
+    ``sanity.check: error``, printed under ``warn``; returns the violations."""
+    from tasks.clarifiers.base import get_method
+    from tasks.errors import GateError
+    from tasks.evaluation.sanity import CEILING, FLOOR, violations
+
+    kinds = {m.name: m.kind for m in settings.methods}
+    if settings.sanity.check == "off" or not {CEILING, FLOOR} <= set(kinds.values()):
+        return []
+    privileged = [m.name for m in settings.methods if getattr(get_method(m.name, m.kind, m.options), "privileged", False)]
+    rows = {name: row for name, row in summary.items() if isinstance(row, dict) and "RunCount" in row}
+    found = violations(rows, kinds, settings.sanity, privileged=privileged)
+    if found and settings.sanity.check == "error":
+        raise GateError(artifact, "sanity ladder failed: " + "; ".join(found))
+    for line in found:
+        print(f"sanity ladder: {line}", file=sys.stderr)
+    return found
 
 
 def evaluate_questions(domain: str, params: str, out: str | None, runner: str | None, started: float) -> dict:

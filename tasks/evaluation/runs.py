@@ -23,6 +23,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from tasks.episodes.records import PROTOCOLS, Episode, JudgeResult, Protocol
+from tasks.evaluation.sanity import SanitySettings
 from tasks.records import SAFE_ID, Case
 from tasks.store import atomic_write_json, atomic_write_text, canonical_json
 
@@ -66,6 +67,8 @@ class EvalSettings(BaseModel):
     """Judge: question turns after the last P0/P1 hit that make a stop ``over_questioning``."""
     bootstrap: int = Field(default=2000, ge=100)
     methods: list[MethodEntry] = Field(min_length=1)
+    sanity: SanitySettings = SanitySettings()
+    """The sanity ladder (``tasks/evaluation/sanity.py``), checked when ``oracle`` and ``ready_now`` both run."""
 
     @model_validator(mode="after")
     def _unique(self) -> EvalSettings:
