@@ -10,7 +10,8 @@ import time
 
 import pytest
 
-from tasks.clarifiers.base import MethodContext, get_method
+from tasks.clarifiers import REFERENCE
+from tasks.clarifiers.base import MethodContext, get_method, reference_of
 from tasks.episodes.records import FIRST_MESSAGE, USER_PREFIX, AgentView, TranscriptRow
 from tasks.errors import InputError
 from tasks.roles.base import RoleFailure, run_role
@@ -348,7 +349,7 @@ def bakery_case():
 def test_oracle_asks_every_slot_reference_question_then_ready(protocol):
     case = bakery_case()
     method = get_method("oracle")
-    assert method.privileged
+    assert reference_of("oracle").kind == "privileged"
     with pytest.raises(KeyError, match="bind_cases"):
         method.new_agent(case.case_id, BRIEF, protocol, seed=0, ctx=MethodContext())
     method.bind_cases({case.case_id: case})
@@ -386,7 +387,23 @@ def test_every_method_has_the_method_attributes():
     for name in ("freeqa", "mc", "mc_d", "readygate", "orpilot", "oracle", "ready_now"):
         method = get_method(name)
         assert method.name == name and method.protocols and isinstance(method.uses_detector, bool)
-        assert method.privileged == (name == "oracle")
+        assert not hasattr(method, "privileged")  # declared once, in tasks.clarifiers.REFERENCE
+    assert {name: r.kind for name, r in REFERENCE.items()} == {"oracle": "privileged", "ready_now": "bound"}
+    assert all(reference_of(name) is None for name in ("freeqa", "mc", "mc_d", "readygate", "orpilot", "interopt"))
+
+
+def test_a_registered_method_declares_its_reference_next_to_its_factory():
+    from tasks.clarifiers.base import _REFERENCE, _REGISTRY, register
+    from tasks.records import MethodReference
+
+    try:
+        register("peek", "tasks.clarifiers.reference:oracle", MethodReference(kind="privileged", reads="the slots"))
+        assert reference_of("peek").reads == "the slots" and "freeqa" in _REGISTRY
+        register("peek", "tasks.clarifiers.reference:ready_now")
+        assert reference_of("peek") is None
+    finally:
+        _REGISTRY.pop("peek", None)
+        _REFERENCE.pop("peek", None)
 
 
 # ---- trained policy -----------------------------------------------------------------------------------------------
@@ -522,7 +539,7 @@ def test_episode_with_local_backends(name, protocol):
 
     case = bakery_case()
     method = get_method(name)
-    if method.privileged:
+    if hasattr(method, "bind_cases"):
         method.bind_cases({case.case_id: case})
     episode = run_episode(case, method, protocol, repeat=1, seed=0, max_turns=20, ctx=MethodContext())
     assert episode.protocol_failure is None and episode.ready
@@ -564,7 +581,7 @@ def test_local_methods_on_published_cases(name, protocol):
 
     cases = read_cases(Path(SHARED / "data" / "or-clarify"))[:6]
     method = get_method(name)
-    if method.privileged:
+    if hasattr(method, "bind_cases"):
         method.bind_cases({c.case_id: c for c in cases})
     for case in cases:
         episode = run_episode(case, method, protocol, repeat=1, seed=0, max_turns=20, ctx=MethodContext())
