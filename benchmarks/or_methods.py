@@ -64,8 +64,9 @@ def main() -> int:
             shutil.copy(Path(tmp) / name, OUT / name)
     print(f"{len(results)} episodes ({stats.played} played, {stats.reused} from the store) in {elapsed:.0f} s")
     print("row".ljust(28) + "".join(c[:14].rjust(16) for c in COLUMNS))
-    for row, metrics in summary.items():
-        print(row.ljust(28) + "".join(_fmt(metrics.get(c)).rjust(16) for c in COLUMNS))
+    for row, metrics in [*summary["rows"].items(), *summary["reference_rows"].items()]:  # ranked, then references
+        label = row + (" (reference)" if row in summary["reference_rows"] else "")
+        print(label.ljust(28) + "".join(_fmt(metrics.get(c)).rjust(16) for c in COLUMNS))
     (OUT / "timing.json").write_text(json.dumps({"episodes": len(results), "played": stats.played,
                                                  "seconds": round(elapsed, 1)}, indent=1) + "\n")
     return 0

@@ -100,8 +100,9 @@ def main(argv: list[str] | None = None) -> int:
     run = summary.pop("run")
 
     table = {}
-    for name in summary["method_order"]:
-        m = summary["methods"][name]
+    every = {**summary["methods"], **summary["reference_methods"]}
+    for name in [*summary["method_order"], *summary["reference_order"]]:  # the ranked methods, then the references
+        m = every[name]
         table[name] = {k: m.get(k) for k in (*HEADLINE, "cases", "skipped_cases", "questions")}
         table[name]["CI95"] = {k: m.get("CI95", {}).get(k) for k in HEADLINE}
         table[name]["category_share"] = m.get("category_share")

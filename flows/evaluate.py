@@ -2,10 +2,12 @@
 
 Reads ``params.yaml: evaluate.<domain>`` (cases, methods x protocols, K repeats, T_max, concurrency) and writes
 ``data/eval/<domain>/`` (per-run artifacts under ``runs/``, ``summary.json``, ``recovery.json`` + ``recovery.png``,
-``report.md``, ``run_config.json``) and ``data/metrics/stages/evaluate/<domain>.json``. Episodes fan out over a
-Prefect task runner; finished units are stored under ``.cache/eval/<domain>`` so a killed run resumes without
-replaying them (and the LLM call cache serves the calls of the units that were cut off). The episodes and the summary
-pass GX gates before the folder is swapped into place.
+``report.md``, ``run_config.json``) and ``data/metrics/stages/evaluate/<domain>.json``. Both keep the ranked
+methods under ``rows`` (SWE summary: ``methods``) and the reference rows (an oracle, a floor; declared next to each
+method's registration) apart under ``reference_rows`` (``reference_methods``), each naming what it reads.
+Episodes fan out over a Prefect task runner; finished units are stored under ``.cache/eval/<domain>`` so a killed run
+resumes without replaying them (and the LLM call cache serves the calls of the units that were cut off). The
+episodes and the summary pass GX gates before the folder is swapped into place.
 
 The domain decides how it is evaluated (``Domain.evaluation`` in ``tasks/domains/api.py``): ``episodes`` plays the
 OR-Clarify loop over its Case records (optimisation, analytics, scaffolded domains), ``questions`` scores question
@@ -153,26 +155,24 @@ def evaluate_episodes(domain: str, params: str, out: str | None, runner: str | N
     publish_report(report, key=f"evaluate-{domain}")
     metrics = {"backend": backend_line(cfg.roles), "cases": len(cases), "repeats": settings.repeats,
                "episodes": len(results),
-               "rows": {row: {k: v for k, v in m.items() if k in HEADLINE} for row, m in summary.items()}}
+               **metric_rows(summary["rows"], summary["reference_rows"], _episode_headline)}
     atomic_write_json(root / "data" / "metrics" / "stages" / "evaluate" / f"{domain}.json", metrics)
     return {"domain": domain, "episodes": len(results), "played": stats.played, "reused": stats.reused,
-            "rows": len(summary), "seconds": round(time.monotonic() - started, 1),
+            "rows": len(summary["rows"]) + len(summary["reference_rows"]),
+            "seconds": round(time.monotonic() - started, 1),
             "out": str(out_dir.relative_to(root)) if out_dir.is_relative_to(root) else str(out_dir)}
 
 
 def check_ladder(summary: dict, settings, *, artifact: str) -> list[str]:
     """The sanity ladder (``tasks/evaluation/sanity.py``) when both reference methods ran: a GateError under
     ``sanity.check: error``, printed under ``warn``; returns the violations."""
-    from tasks.clarifiers.base import get_method
     from tasks.errors import GateError
     from tasks.evaluation.sanity import CEILING, FLOOR, violations
 
     kinds = {m.name: m.kind for m in settings.methods}
     if settings.sanity.check == "off" or not {CEILING, FLOOR} <= set(kinds.values()):
         return []
-    privileged = [m.name for m in settings.methods if getattr(get_method(m.name, m.kind, m.options), "privileged", False)]
-    rows = {name: row for name, row in summary.items() if isinstance(row, dict) and "RunCount" in row}
-    found = violations(rows, kinds, settings.sanity, privileged=privileged)
+    found = violations(summary["rows"], summary["reference_rows"], kinds, settings.sanity)
     if found and settings.sanity.check == "error":
         raise GateError(artifact, "sanity ladder failed: " + "; ".join(found))
     for line in found:
@@ -202,12 +202,12 @@ def evaluate_questions(domain: str, params: str, out: str | None, runner: str | 
     from tasks.evaluation.report import publish_report
 
     publish_report(report, key=f"evaluate-{domain}")
-    methods = summary.get("methods", summary)
     metrics = {"backend": backend_line(cfg.roles, SWE_ROLES), "cases": len(inputs.cases),
-               "rows": {name: _swe_headline(m) for name, m in methods.items() if isinstance(m, dict)}}
+               **metric_rows(summary["methods"], summary["reference_methods"], _swe_headline)}
     atomic_write_json(root / "data" / "metrics" / "stages" / "evaluate" / f"{domain}.json", metrics)
     return {"domain": domain, "episodes": len(inputs.cases) * len(settings.methods),
-            "played": run.get("computed", 0), "reused": run.get("reused", 0), "rows": len(metrics["rows"]),
+            "played": run.get("computed", 0), "reused": run.get("reused", 0),
+            "rows": len(metrics["rows"]) + len(metrics["reference_rows"]),
             "seconds": round(time.monotonic() - started, 1), "out": str(out_dir.relative_to(root))}
 
 
@@ -224,6 +224,17 @@ EVALUATIONS: dict[str, EvaluationKind] = {
     "questions": EvaluationKind(prepare=prepare_questions, run=evaluate_questions),
 }
 """``Domain.evaluation`` -> how the domain is evaluated."""
+
+
+def metric_rows(rows: dict, reference_rows: dict, headline: Callable[[dict], dict]) -> dict:
+    """The stage metrics' ``rows`` (ranked methods) and ``reference_rows`` (each with what it reads), apart."""
+    return {"rows": {name: headline(m) for name, m in rows.items()},
+            "reference_rows": {name: {**headline(m), "reference": m["reference"]}
+                               for name, m in reference_rows.items()}}
+
+
+def _episode_headline(metrics: dict) -> dict:
+    return {k: v for k, v in metrics.items() if k in HEADLINE}
 
 
 def _swe_headline(metrics: dict) -> dict:

@@ -5,6 +5,10 @@ with TreeSHAP (cross-checked against LightGBM's ``pred_contrib``) and exact Shap
 features, and writes ``data/shap/`` (weights.json, per-row SHAP values, PNG plots, and the fitted classifier as
 model.txt + model.json for evaluate@swe's surrogate), ``data/plots/shap/`` (plot data for ``dvc plots``) and
 ``data/metrics/stages/shap.json``. Everything is validated before it is published.
+
+The paper's weights are set beside the measured ones (weights.json, the weights figure, a Spearman) only for real
+outcomes (``ambig_swe``, ``harness``). Simulated outcomes have the paper's ranking planted, so they are compared with
+the planted ranking instead and drawn without the paper's weights.
 """
 
 from __future__ import annotations
@@ -29,6 +33,46 @@ def source_label(cfg) -> str:
         "ambig_swe": f"Ambig-SWE agent outcomes (presence: {cfg.ambig_swe.presence})",
         "harness": "SWE-bench harness results for construct@swe variants",
     }[cfg.source]
+
+
+def paper_weights(cfg) -> dict[str, float] | None:
+    """The paper's weights, drawn beside measured ones; None for simulated outcomes, whose effects are planted (the
+    paper's ranking by construction), so a paper column beside them would read as a replication."""
+    return None if cfg.source == "simulated" else dict(PAPER_WEIGHTS)
+
+
+def weights_document(cfg, weights: dict, exact: dict, label: str) -> dict:
+    """``weights.json``: the weights and ranking, the exact Shapley cross-check, and either the planted ranking
+    (simulated outcomes) or the paper's weights for comparison (real outcomes)."""
+    from tasks.infovalue import FEATURES
+    from tasks.infovalue.runs import planted_ranking
+
+    document = {
+        "source": label,
+        "weights": {c: weights["categories"][c]["weight"] for c in FEATURES},
+        "ranking": weights["ranking"],
+        "categories": weights["categories"],
+        "exact_shapley": exact,
+    }
+    paper = paper_weights(cfg)
+    if paper is None:
+        document["planted_ranking"] = planted_ranking(cfg.simulated.effects)
+    else:
+        document["paper_weights_for_comparison"] = paper
+    return document
+
+
+def ranking_agreement(cfg, ranking: list[str]) -> dict[str, float]:
+    """Spearman of the measured ranking against the planted one (simulated) or the paper's (real outcomes)."""
+    from tasks.infovalue import explain
+    from tasks.infovalue.runs import planted_ranking
+
+    paper = paper_weights(cfg)
+    if paper is None:
+        return {"spearman_vs_planted": round(float(explain.spearman(ranking, planted_ranking(cfg.simulated.effects))),
+                                             4)}
+    return {"spearman_vs_paper": round(float(explain.spearman(ranking, sorted(paper, key=paper.get, reverse=True))),
+                                       4)}
 
 
 def build_runs(cfg, root):
@@ -87,15 +131,7 @@ def shap_stage(params: str = "params.yaml") -> dict:
     out_dir = root / "data" / "shap"
     weight_rows = [{"category": c, **weights["categories"][c]} for c in FEATURES]
     with staged_dir(out_dir) as staging:
-        document = {
-            "source": label,
-            "weights": {c: weights["categories"][c]["weight"] for c in FEATURES},
-            "ranking": weights["ranking"],
-            "categories": weights["categories"],
-            "exact_shapley": exact,
-            "paper_weights_for_comparison": PAPER_WEIGHTS,
-        }
-        atomic_write_json(staging / "weights.json", document)
+        atomic_write_json(staging / "weights.json", weights_document(cfg, weights, exact, label))
         per_row = pd.DataFrame(values[:, : len(names)], columns=[f"shap_{n}" for n in names])
         per_row.insert(0, "variant_id", table["variant_id"].to_numpy())
         per_row.insert(1, "agent_model", table["agent_model"].to_numpy())
@@ -104,14 +140,13 @@ def shap_stage(params: str = "params.yaml") -> dict:
         atomic_write_json(staging / "calibration.json", fit.calibration)
         # the fitted classifier itself, for evaluate@swe's predicted-resolution surrogate (model.txt + model.json)
         save_surrogate(fit, table, staging, source=label)
-        plot_data = plots.write_plots(staging / "plots", table, values, names, weights, paper=PAPER_WEIGHTS,
+        plot_data = plots.write_plots(staging / "plots", table, values, names, weights, paper=paper_weights(cfg),
                                       title_note=label)
         gate("shap_weights", pd.DataFrame(weight_rows), artifact="data/shap", results_dir=results_dir)
         publish_dir(staging, out_dir)
     for name in ("weights", "success_by_hidden"):  # `dvc plots` data; the beeswarm's is shap_values.csv
         atomic_write_json(root / "data" / "plots" / "shap" / f"{name}.json", plot_data[name])
 
-    paper_rho = explain.spearman(weights["ranking"], sorted(PAPER_WEIGHTS, key=PAPER_WEIGHTS.get, reverse=True))
     metrics = {
         "backend": f"lightgbm + TreeSHAP on {label}",
         "source": cfg.source,
@@ -124,7 +159,7 @@ def shap_stage(params: str = "params.yaml") -> dict:
         },
         "treeshap_vs_pred_contrib_max_abs_diff": float(max_diff),
         "weights": {c: round(weights["categories"][c]["weight"], 4) for c in FEATURES},
-        "spearman_vs_paper": round(float(paper_rho), 4),
+        **ranking_agreement(cfg, weights["ranking"]),
         "spearman_shap_vs_exact_shapley": round(float(exact["spearman_vs_shap"]), 4)
         if "spearman_vs_shap" in exact else None,
         "seconds": round(time.monotonic() - started, 2),

@@ -74,10 +74,10 @@ class OptimizationConstructParams(Section):
     def _range(self) -> OptimizationConstructParams:
         if self.min_hidden > self.max_hidden:
             raise ValueError("min_hidden must not exceed max_hidden")
-        if self.hidden_counts is not None:
-            if not self.hidden_counts or min(self.hidden_counts) < 1 or any(p < 0 for p in self.hidden_counts.values()) \
-                    or sum(self.hidden_counts.values()) <= 0:
-                raise ValueError("hidden_counts maps slot counts >= 1 to non-negative probabilities with a positive sum")
+        counts = self.hidden_counts
+        if counts is not None and (not counts or min(counts) < 1 or any(p < 0 for p in counts.values())
+                                   or sum(counts.values()) <= 0):
+            raise ValueError("hidden_counts maps slot counts >= 1 to non-negative probabilities with a positive sum")
         if self.severity_mix is not None and any(p < 0 for p in self.severity_mix.values()):
             raise ValueError("severity_mix shares must be non-negative")
         return self

@@ -122,3 +122,15 @@ class Case(Record):
     @property
     def case_id(self) -> str:
         return self.metadata.case_id
+
+
+class MethodReference(Record):
+    """Why a clarification method's results are a *reference* row, shown apart and never ranked with the methods.
+
+    ``privileged``: it reads what the agent must ask for (hidden slots or categories), an upper bound no real method
+    can reach. ``bound``: it reads nothing beyond the brief and asks nothing, the floor every method should clear.
+    """
+
+    kind: Literal["privileged", "bound"]
+    reads: str = Field(min_length=1)
+    """What the method reads (or skips) to produce its row, as the reports print it."""

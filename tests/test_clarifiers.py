@@ -10,7 +10,8 @@ import time
 
 import pytest
 
-from tasks.clarifiers.base import MethodContext, get_method
+from tasks.clarifiers import REFERENCE
+from tasks.clarifiers.base import MethodContext, get_method, reference_of
 from tasks.episodes.records import FIRST_MESSAGE, USER_PREFIX, AgentView, TranscriptRow
 from tasks.errors import InputError
 from tasks.roles.base import RoleFailure, run_role
@@ -348,7 +349,7 @@ def bakery_case():
 def test_oracle_asks_every_slot_reference_question_then_ready(protocol):
     case = bakery_case()
     method = get_method("oracle")
-    assert method.privileged
+    assert reference_of("oracle").kind == "privileged"
     with pytest.raises(KeyError, match="bind_cases"):
         method.new_agent(case.case_id, BRIEF, protocol, seed=0, ctx=MethodContext())
     method.bind_cases({case.case_id: case})
@@ -367,26 +368,42 @@ def test_oracle_asks_every_slot_reference_question_then_ready(protocol):
             assert slot.simulator_answer in a.options.values() and len(set(a.options.values())) == 3
 
 
-def test_ready_now_is_ready_at_turn_one_and_never_a_default():
+def test_ready_now_is_ready_at_turn_one_and_a_default_reference_row():
     import yaml
 
+    from tasks.clarifiers.base import reference_of
     from tests.conftest import ROOT
 
     action = get_method("ready_now").new_agent("bakery_001", BRIEF, "mc", seed=0, ctx=MethodContext()).act(view())
     assert action.kind == "ready" and action.summary == BRIEF.strip()
-    methods = (yaml.safe_load((ROOT / "params.yaml").read_text()).get("evaluate") or {}).get("methods") or {}
-    if isinstance(methods, dict):
-        kinds = {(v or {}).get("method", k) if isinstance(v, dict) else k for k, v in methods.items()}
-    else:
-        kinds = {m if isinstance(m, str) else m.get("method", m.get("name")) for m in methods}
-    assert not {"oracle", "ready_now"} & kinds
+    for domain in ("optimization", "analytics"):
+        methods = yaml.safe_load((ROOT / "params.yaml").read_text())["evaluate"][domain]["methods"]
+        kinds = {m.get("method", m["name"]) for m in methods}
+        assert {"oracle", "ready_now"} <= kinds  # the sanity ladder's ceiling and floor run by default ...
+    assert reference_of("oracle").kind == "privileged" and reference_of("ready_now").kind == "bound"  # ... apart
 
 
 def test_every_method_has_the_method_attributes():
     for name in ("freeqa", "mc", "mc_d", "readygate", "orpilot", "oracle", "ready_now"):
         method = get_method(name)
         assert method.name == name and method.protocols and isinstance(method.uses_detector, bool)
-        assert method.privileged == (name == "oracle")
+        assert not hasattr(method, "privileged")  # declared once, in tasks.clarifiers.REFERENCE
+    assert {name: r.kind for name, r in REFERENCE.items()} == {"oracle": "privileged", "ready_now": "bound"}
+    assert all(reference_of(name) is None for name in ("freeqa", "mc", "mc_d", "readygate", "orpilot", "interopt"))
+
+
+def test_a_registered_method_declares_its_reference_next_to_its_factory():
+    from tasks.clarifiers.base import _REFERENCE, _REGISTRY, register
+    from tasks.records import MethodReference
+
+    try:
+        register("peek", "tasks.clarifiers.reference:oracle", MethodReference(kind="privileged", reads="the slots"))
+        assert reference_of("peek").reads == "the slots" and "freeqa" in _REGISTRY
+        register("peek", "tasks.clarifiers.reference:ready_now")
+        assert reference_of("peek") is None
+    finally:
+        _REGISTRY.pop("peek", None)
+        _REFERENCE.pop("peek", None)
 
 
 # ---- trained policy -----------------------------------------------------------------------------------------------
@@ -522,7 +539,7 @@ def test_episode_with_local_backends(name, protocol):
 
     case = bakery_case()
     method = get_method(name)
-    if method.privileged:
+    if hasattr(method, "bind_cases"):
         method.bind_cases({case.case_id: case})
     episode = run_episode(case, method, protocol, repeat=1, seed=0, max_turns=20, ctx=MethodContext())
     assert episode.protocol_failure is None and episode.ready
@@ -564,7 +581,7 @@ def test_local_methods_on_published_cases(name, protocol):
 
     cases = read_cases(Path(SHARED / "data" / "or-clarify"))[:6]
     method = get_method(name)
-    if method.privileged:
+    if hasattr(method, "bind_cases"):
         method.bind_cases({c.case_id: c for c in cases})
     for case in cases:
         episode = run_episode(case, method, protocol, repeat=1, seed=0, max_turns=20, ctx=MethodContext())

@@ -166,7 +166,8 @@ def test_evaluate_flow_writes_gated_artifacts_and_resumes(project, prefect_api):
     assert "played" in proc.stdout, proc.stdout
     out = project / "data" / "eval" / "optimization"
     summary = json.loads((out / "summary.json").read_text())
-    assert set(summary) == {"open::freeqa", "mc_d::mc_d", "mc_d::interopt", "open::interopt"}
+    assert set(summary["rows"]) == {"open::freeqa", "mc_d::mc_d", "mc_d::interopt", "open::interopt"}
+    assert summary["reference_rows"] == {}
     run_dir = out / "runs" / "mc_d" / "interopt" / "run_01"
     case_dirs = sorted(p for p in run_dir.iterdir())
     assert len(case_dirs) == 2
@@ -178,7 +179,8 @@ def test_evaluate_flow_writes_gated_artifacts_and_resumes(project, prefect_api):
     assert "mc_d::interopt" in report and "local" in report
     assert (out / "recovery.png").stat().st_size > 1000
     metrics = json.loads((project / "data" / "metrics" / "stages" / "evaluate" / "optimization.json").read_text())
-    assert metrics["episodes"] == sum(v["RunCount"] for v in summary.values())
+    assert metrics["episodes"] == sum(v["RunCount"] for v in summary["rows"].values())
+    assert set(metrics["rows"]) == set(summary["rows"]) and metrics["reference_rows"] == {}
     again = python(project, "-m", "flows.evaluate", "--domain", "optimization", timeout=600)
     assert "(0 played" in again.stdout, again.stdout
     assert json.loads((out / "summary.json").read_text()) == summary
@@ -236,3 +238,39 @@ def test_the_same_units_on_a_dask_cluster_give_the_same_metrics(tmp_path, prefec
 
     on_dask = flow(name="eval-on-dask")(lambda: run("dask", "dask"))()
     assert _headline(on_dask) == _headline(run("serial", "serial"))
+
+
+def test_reference_rows_stay_apart_in_the_summary_the_metrics_and_the_report(tmp_path):
+    """The oracle (privileged) and the ready-now floor (a bound, here under another display name) are reported
+    apart: never in the ranked rows of summary.json, the stage metrics or the report's methods table."""
+    from flows.evaluate import _episode_headline, metric_rows
+    from tasks.evaluation import metrics as M
+    from tasks.evaluation.evaluate import play, write_outputs
+    from tasks.evaluation.runs import EvalSettings, UnitStore
+    from tasks.roles.config import RolesParams
+    from tasks.validation import gate
+
+    case = _case()
+    methods = [{"name": "freeqa", "protocols": ["open"]}, {"name": "oracle", "protocols": ["open"]},
+               {"name": "floor", "method": "ready_now", "protocols": ["open"]}]
+    settings = EvalSettings(methods=methods, repeats=1, bootstrap=100, task_runner="serial")
+    results, _ = play([case], settings, RolesParams(), UnitStore(tmp_path / "store"), runner="serial")
+    summary = write_outputs(tmp_path / "out", results, [case], settings, RolesParams(), source="test")
+    assert json.loads((tmp_path / "out" / "summary.json").read_text()) == summary
+    assert set(summary["rows"]) == {"open::freeqa"}
+    reference = summary["reference_rows"]
+    assert {k: v["reference"]["kind"] for k, v in reference.items()} == {"open::oracle": "privileged",
+                                                                          "open::floor": "bound"}
+    assert reference["open::oracle"]["AllSlotExactRestoreRate"] == 1.0  # it read the hidden slots
+    assert reference["open::floor"]["AtomicQuestionsPerRun"] == 0.0
+
+    metrics = metric_rows(summary["rows"], summary["reference_rows"], _episode_headline)
+    assert set(metrics["rows"]) == {"open::freeqa"} and set(metrics["reference_rows"]) == set(reference)
+    assert metrics["reference_rows"]["open::oracle"]["reference"]["reads"].startswith("the hidden slots")
+
+    report = (tmp_path / "out" / "report.md").read_text()
+    ranked, rest = report.split("## Results", 1)[1].split("### Reference rows (not ranked)", 1)
+    assert "| `open::freeqa` |" in ranked and "oracle" not in ranked and "floor" not in ranked
+    block = rest.split("## Slot judgements", 1)[0]
+    assert "| `open::oracle` | privileged | the hidden slots" in block and "| `open::floor` | bound | nothing" in block
+    gate("or_summary", M.summary_frame(summary), artifact="summary")  # the gate reads the new layout

@@ -438,12 +438,15 @@ def test_session_judge_llm_backend_round_trips(tmp_path):
 
 
 def test_report_has_every_row_and_every_roles_backend(runs):
+    from tasks.clarifiers.base import reference_of
     from tasks.evaluation.report import LOCAL_NOTE, publish_report, report_markdown
     from tasks.roles.config import ROLE_NAMES, RoleConfig, RolesParams, describe_roles
 
     eps, judged, cases = runs
-    extra = [e.model_copy(update={"method": name}) for name in ("interopt", "interopt_aligned") for e in eps]
-    summary = M.summarise(eps + extra, judged * 3, cases, n_resamples=200)
+    extra = [e.model_copy(update={"method": name}) for name in ("interopt", "interopt_aligned", "oracle") for e in eps]
+    groups = M.summarise(eps + extra, judged * 4, cases, n_resamples=200)
+    summary = M.ranked_summary(groups, {"oracle": reference_of("oracle")})
+    assert "open::oracle" in summary["reference_rows"] and "open::oracle" not in summary["rows"]
     roles = RolesParams(slot_hit_judge=RoleConfig(backend="llm", model="openai/gpt-4o-mini"))
     settings = {"cases": "data/cases/optimization/cases.jsonl", "case_count": 2, "repeats": 2, "max_turns": 20,
                 "seed": 0}
@@ -457,6 +460,12 @@ def test_report_has_every_row_and_every_roles_backend(runs):
     assert "Repeats per case (K): `2`" in text and "Turn limit (T_max): `20`" in text
     assert LOCAL_NOTE in text
     assert "| `open::interopt_aligned` | `open::interopt` | 0.500 (+0.000)" in text
+    # the oracle is a reference row: apart from the ranked methods, with what it reads, never in their table
+    ranked, rest = text.split("## Results", 1)[1].split("### Reference rows (not ranked)", 1)
+    assert "| `open::m` |" in ranked and "oracle" not in ranked
+    assert "| `open::oracle` | privileged | the hidden slots" in rest.split("## Slot judgements")[0]
+    assert "| `open::oracle (reference)` |" in rest
+    assert "oracle" not in text.split("## Extensions next to the published InterOPT", 1)[1]
     all_llm = RolesParams(**{n: RoleConfig(backend="llm", model="openai/x") for n in ROLE_NAMES})
     assert LOCAL_NOTE not in report_markdown(summary, settings, describe_roles(all_llm))
     assert publish_report(text, "or-report") is None  # outside a flow run: nothing to publish
@@ -480,9 +489,14 @@ def test_gx_gates_accept_good_frames_and_reject_broken_ones(runs):
     with pytest.raises(GateError, match="method"):
         gate("or_episodes", frame, artifact="runs", methods=["other"])
 
-    summary = M.summarise(eps, judged, cases, n_resamples=200)
-    table = M.summary_frame(summary)
+    from tasks.records import MethodReference
+
+    groups = M.summarise(eps, judged, cases, n_resamples=200)
+    table = M.summary_frame(M.ranked_summary(groups, {}))
     gate("or_summary", table, artifact="summary")
+    # a reference row is validated like a ranked one (it is only reported apart)
+    as_reference = M.ranked_summary(groups, {"m": MethodReference(kind="bound", reads="nothing")})
+    assert as_reference["rows"] == {} and list(M.summary_frame(as_reference)["key"]) == list(table["key"])
     bad = table.copy()
     bad.loc[0, "AllSlotExactRestoreRate_low"] = 0.9  # above the point estimate 0.5
     bad.loc[0, "ReadyRate"] = 1.2

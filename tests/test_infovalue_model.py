@@ -181,3 +181,29 @@ def test_tree_shap_does_not_call_lightgbm_pred_contrib(planted, monkeypatch):
     np.testing.assert_array_equal(explain.tree_shap(fit.model, fit.X.iloc[:50]), values[:50])
     with pytest.raises(AssertionError, match="called the booster"):
         explain.tree_shap(fit.model, fit.X.iloc[:50], engine="delegate")
+
+
+def test_simulated_outcomes_are_compared_with_the_planted_ranking_not_the_paper(tmp_path):
+    """Simulated outcomes have the paper's ranking planted: no paper weights in weights.json or the figure, and the
+    Spearman is against the planted ranking; real outcomes keep the paper's weights beside the measured ones."""
+    from flows.shap_stage import paper_weights, ranking_agreement, weights_document
+    from tasks.params import ShapParams
+    from tasks.rewards.weights import CLARITI_WEIGHTS
+
+    simulated, real = ShapParams(), ShapParams(source="ambig_swe")
+    categories = {c: {"weight": 1.0 - 0.15 * i, "ci_low": 0.9 - 0.15 * i, "ci_high": 1.0 - 0.1 * i, "rank": i + 1}
+                  for i, c in enumerate(reversed(PLANTED))}  # the reverse of the paper's ranking
+    weights = {"categories": categories, "ranking": list(reversed(PLANTED))}
+
+    assert paper_weights(simulated) is None and paper_weights(real) == CLARITI_WEIGHTS
+    sim_doc = weights_document(simulated, weights, {}, "simulated outcomes")
+    real_doc = weights_document(real, weights, {}, "Ambig-SWE agent outcomes")
+    assert "paper_weights_for_comparison" not in sim_doc and sim_doc["planted_ranking"][0] == "error_info"
+    assert real_doc["paper_weights_for_comparison"] == CLARITI_WEIGHTS and "planted_ranking" not in real_doc
+    assert ranking_agreement(simulated, weights["ranking"]) == {"spearman_vs_planted": -1.0}
+    assert set(ranking_agreement(real, weights["ranking"])) == {"spearman_vs_paper"}
+
+    bare = plots.weights_bar(weights, tmp_path / "sim.png", paper=paper_weights(simulated))
+    beside = plots.weights_bar(weights, tmp_path / "real.png", paper=paper_weights(real))
+    assert not any("paper" in row for row in bare) and all("paper" in row for row in beside)
+    assert (tmp_path / "sim.png").read_bytes() != (tmp_path / "real.png").read_bytes()  # no paper markers drawn

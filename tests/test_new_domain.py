@@ -70,7 +70,7 @@ def test_a_scaffolded_domain_builds_and_evaluates(project, prefect_api):
     assert len(cases) == 3 and all(json.loads(c)["metadata"]["domain"] == NAME for c in cases)
     python(project, "-m", "flows.evaluate", "--domain", NAME, timeout=600)
     summary = json.loads((project / "data" / "eval" / NAME / "summary.json").read_text())
-    assert set(summary) == {"open::freeqa", "mc_d::mc_d", "open::interopt", "mc_d::interopt"}
+    assert set(summary["rows"]) == {"open::freeqa", "mc_d::mc_d", "open::interopt", "mc_d::interopt"}
     metrics = json.loads((project / "data" / "metrics" / "stages" / "evaluate" / f"{NAME}.json").read_text())
     assert metrics["episodes"] == 3 * 4 * 3  # cases x (method, protocol) rows x repeats
     assert sum(r["AllSlotExactRestoreRate"] for r in metrics["rows"].values()) > 0  # the agents recover slots

@@ -69,7 +69,9 @@ def seed_outputs(root: Path, *, with_swe_eval: bool = False) -> None:
         "backend": "local backends for every evaluation role, served at http://10.1.2.3:8000",
         "cases": 2, "episodes": 6,
         "rows": {"open::freeqa": {"RunCount": 2, "AllSlotExactRestoreRate": 0.5, "PrematureStopRate": None},
-                 "open::interopt": {"RunCount": 2, "AllSlotExactRestoreRate": 1.0, "PrematureStopRate": 0.0}}})
+                 "open::interopt": {"RunCount": 2, "AllSlotExactRestoreRate": 1.0, "PrematureStopRate": 0.0}},
+        "reference_rows": {"open::oracle": {"RunCount": 2, "AllSlotExactRestoreRate": 1.0, "PrematureStopRate": 0.0,
+                                            "reference": {"kind": "privileged", "reads": "the hidden slots"}}}})
     _write(stages, "scheduler.json", {"backend": "cron", "runs_per_day": 1})  # a stage with no dedicated section
     _write(root, "data/shap/weights.json", {
         "source": "simulated outcomes", "categories": {
@@ -81,9 +83,11 @@ def seed_outputs(root: Path, *, with_swe_eval: bool = False) -> None:
                 "data/models/grpo/loss.png", "data/models/grpo/rewards.png", "data/eval/optimization/recovery.png"):
         _write(root, rel, tiny_png(len(rel)))
     _write(root, "data/shap/plots/notes.png", b"not a png")  # skipped: the page embeds PNGs only
-    _write(root, "data/eval/optimization/summary.json", {
+    _write(root, "data/eval/optimization/summary.json", {"rows": {
         "open::freeqa": {"RunCount": 2, "CI95": {"AllSlotExactRestoreRate": [0.25, 0.75]}},
-        "open::interopt": {"RunCount": 2, "CI95": {"AllSlotExactRestoreRate": [1.0, 1.0]}}})
+        "open::interopt": {"RunCount": 2, "CI95": {"AllSlotExactRestoreRate": [1.0, 1.0]}}}, "reference_rows": {
+        "open::oracle": {"RunCount": 2, "CI95": {"AllSlotExactRestoreRate": [0.9, 1.0]},
+                         "reference": {"kind": "privileged", "reads": "the hidden slots"}}}})
     _write(root, "data/eval/optimization/run_config.json", {
         "cases": "data/cases/optimization/cases.jsonl", "repeats": 3,
         "methods": [{"name": "freeqa"}, {"name": "interopt"}]})
@@ -247,11 +251,19 @@ def test_sections_show_what_each_stage_wrote(outputs):
     assert gates[1:] == [
         ["data/cases/swe", "swe_cases", "passed", "3", "0", "–"],
         ["data/shap/runs.csv", "shap_runs", "FAILED", "3", "1", "expect_column_values_to_be_in_set(resolved)"]]
-    assert table(["category", "weight"])[1:] == [["error_info", "1", "[1, 1]", "1", "1", "1"],
-                                                 ["reproduction", "0.25", "[0.2, 0.3]", "2", "0.3", "0.42"]]
+    # simulated outcomes: planted effects, said so in the title, and no paper weights beside them
+    weights = table(["category", "weight"])
+    assert weights == [["category", "weight", "95% interval", "rank", "exact Shapley weight"],
+                       ["error_info", "1", "[1, 1]", "1", "1"], ["reproduction", "0.25", "[0.2, 0.3]", "2", "0.3"]]
+    assert "## Information value (SHAP): planted effects (simulated outcomes)" in md and "0.42" not in md
     assert ["auc", "0.8123"] in table(["metric", "value"], exact=True)
+    # the oracle is a reference row: never in the methods table, apart with what it reads
     assert table(["method", "AllSlotExactRestoreRate"])[1:] == [
         ["open::freeqa", "0.5 [0.25, 0.75]", "–", "2"], ["open::interopt", "1 [1, 1]", "0", "2"]]
+    assert table(["method", "reference", "reads"])[1:] == [
+        ["open::oracle", "privileged", "the hidden slots", "1 [0.9, 1]", "0", "2"]]
+    assert "**Reference rows (not ranked)**" in md and "<caption>Reference rows (not ranked)</caption>" in render_html(
+        report)
     assert "Roles behind these numbers: decomposer: local; slot_annotator: llm." in md
     # the OR evaluation names every OR role it calls; the SWE one is not run yet
     assert "or_open_user" in page.text("evaluate-optimization") \
@@ -261,6 +273,30 @@ def test_sections_show_what_each_stage_wrote(outputs):
     # a stage without a dedicated section keeps its metric table, under "Other stages"
     assert "| runs_per_day | 1 | cron |" in md and page.sections["scheduler"]["status"] == "ok"
     assert "Other stages" in md
+
+
+def test_real_shap_outcomes_keep_the_paper_weights_beside_the_measured_ones(outputs):
+    _write(outputs, "data/metrics/stages/shap.json", {"backend": "lightgbm + TreeSHAP on Ambig-SWE agent outcomes",
+                                                      "source": "ambig_swe", "runs": 1500, "cv": {"auc": 0.6}})
+    md = render_markdown(build_report("T", inputs_for(outputs)))
+    weights = next(t for t in markdown_tables(md) if t[0][:2] == ["category", "weight"])
+    assert weights[0][-1] == "paper weight" and weights[2] == ["reproduction", "0.25", "[0.2, 0.3]", "2", "0.3", "0.42"]
+    assert "## Information value (SHAP)\n" in md and "planted" not in md
+
+
+def test_reference_rows_are_never_ranked_even_from_summary_json_alone(outputs):
+    """Without stage metrics the section reads summary.json: an SWE summary's reference methods stay apart too."""
+    (outputs / "data" / "metrics" / "stages" / "evaluate" / "optimization.json").unlink()
+    _write(outputs, "data/eval/swe/summary.json", {
+        "methods": {"ask_everything": {"questions_per_issue": 6.0, "CI95": {"questions_per_issue": [6.0, 6.0]}}},
+        "reference_methods": {"oracle_template": {"questions_per_issue": 2.0, "reference": {
+            "kind": "privileged", "reads": "the case's hidden categories"}}}})
+    tables = markdown_tables(render_markdown(build_report("T", inputs_for(outputs))))
+    ranked = [t for t in tables if t[0][0] == "method" and t[0][1] != "reference"]
+    reference = [t for t in tables if t[0][:3] == ["method", "reference", "reads"]]
+    assert {row[0] for t in ranked for row in t[1:]} == {"open::freeqa", "open::interopt", "ask_everything"}
+    assert {row[0]: row[1] for t in reference for row in t[1:]} == {"open::oracle": "privileged",
+                                                                   "oracle_template": "privileged"}
 
 
 def test_a_stage_named_like_a_section_gets_its_own_id(outputs):

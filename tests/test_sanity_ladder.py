@@ -23,14 +23,20 @@ def _row(exact: float, wss: float, premature: float = 1.0, questions: float = 3.
 
 
 def _ladder(**over) -> dict:
-    rows = {"open::oracle": _row(1.0, 1.0, 0.0, 2.0), "open::ready_now": _row(0.0, 0.0, 1.0, 0.0),
-            "open::a": _row(0.2, 0.4, 0.8), "mc_d::b": _row(0.3, 0.5, 0.7)}
-    rows.update(over)
-    return rows
+    """A summary in the evaluation's layout: ranked ``rows`` and ``reference_rows``."""
+    rows = {"open::a": _row(0.2, 0.4, 0.8), "mc_d::b": _row(0.3, 0.5, 0.7)}
+    reference = {"open::oracle": _row(1.0, 1.0, 0.0, 2.0), "open::ready_now": _row(0.0, 0.0, 1.0, 0.0)}
+    for name, row in over.items():
+        (reference if name in reference else rows)[name] = row
+    return {"rows": rows, "reference_rows": reference}
+
+
+def _violations(summary: dict, kinds=KINDS, settings=None) -> list[str]:
+    return violations(summary["rows"], summary["reference_rows"], kinds, settings or SanitySettings())
 
 
 def test_a_ladder_that_separates_methods_passes():
-    assert violations(_ladder(), KINDS, SanitySettings()) == []
+    assert _violations(_ladder()) == []
 
 
 @pytest.mark.parametrize(("row", "value", "needle"), [
@@ -42,21 +48,22 @@ def test_a_ladder_that_separates_methods_passes():
     ("open::a", _row(0.3, 0.5, 0.7), "identical rows"),
 ])
 def test_each_broken_rung_is_named(row, value, needle):
-    found = violations(_ladder(**{row: value}), KINDS, SanitySettings())
+    found = _violations(_ladder(**{row: value}))
     assert any(needle in line for line in found), found
 
 
-def test_an_explained_tie_is_allowed_and_privileged_rows_are_not_compared():
-    rows = _ladder(**{"open::a": _row(0.3, 0.5, 0.7)})
-    assert violations(rows, KINDS, SanitySettings(allowed_ties=[("open::a", "mc_d::b")])) == []
-    rows["open::peek"] = _row(1.0, 1.0, 0.0)  # another privileged method may reach the ceiling
-    assert violations(rows, {**KINDS, "peek": "freeqa"}, SanitySettings(allowed_ties=[("open::a", "mc_d::b")]),
-                      privileged=["peek"]) == []
+def test_an_explained_tie_is_allowed_and_other_reference_rows_are_not_compared():
+    summary = _ladder(**{"open::a": _row(0.3, 0.5, 0.7)})
+    assert _violations(summary, settings=SanitySettings(allowed_ties=[("open::a", "mc_d::b")])) == []
+    summary["reference_rows"]["open::peek"] = _row(1.0, 1.0, 0.0)  # another privileged row may reach the ceiling
+    assert _violations(summary, {**KINDS, "peek": "oracle_like"},
+                       SanitySettings(allowed_ties=[("open::a", "mc_d::b")])) == []
 
 
 def test_without_both_reference_methods_the_ladder_says_so():
-    rows = {k: v for k, v in _ladder().items() if "oracle" not in k}
-    assert violations(rows, KINDS, SanitySettings()) == ["the ladder needs both reference methods; missing: oracle"]
+    summary = _ladder()
+    del summary["reference_rows"]["open::oracle"]
+    assert _violations(summary) == ["the ladder needs both reference methods; missing: oracle"]
 
 
 def test_the_flow_fails_the_stage_on_a_broken_ladder_and_warns_when_asked(capsys):
@@ -90,12 +97,13 @@ def _kinds(domain: str) -> dict[str, str]:
 def test_the_default_evaluation_passes_the_ladder(domain):
     """The committed stage metrics are the default run's (dvc.lock pins them to the code and params)."""
     metrics = json.loads((ROOT / "data" / "metrics" / "stages" / "evaluate" / f"{domain}.json").read_text())
-    rows = {**metrics["rows"], **metrics.get("reference_rows", {})}
     kinds = _kinds(domain)
     assert {"oracle", "ready_now"} <= set(kinds.values())
-    assert {r.split("::")[1] for r in rows} == set(kinds), "the metrics are not from the default methods list"
+    played = {r.split("::")[1] for r in {**metrics["rows"], **metrics["reference_rows"]}}
+    assert played == set(kinds), "the metrics are not from the default methods list"
+    assert {r.split("::")[1] for r in metrics["reference_rows"]} == {"oracle", "ready_now"}
     sanity = SanitySettings(**_params()["evaluate"][domain].get("sanity", {}))
-    assert violations(rows, kinds, sanity) == []
+    assert violations(metrics["rows"], metrics["reference_rows"], kinds, sanity) == []
     assert metrics["cases"] >= 20 if domain == "optimization" else metrics["cases"] > 0
 
 
@@ -104,9 +112,8 @@ def test_the_default_optimisation_cases_have_or_clarifys_shape():
     average, every severity present, at least 20 cases (or-clarify.md: 178 slots over 100 cases, 75/83/20)."""
     from tasks.domains.optimization import DOMAIN, load_problems
     from tasks.domains.units import SlotRequest
-    from tasks.params import OptimizationConstructParams
-
     from tasks.llm.client import LLMClient
+    from tasks.params import OptimizationConstructParams
     from tasks.roles.config import RolesParams
 
     cfg = OptimizationConstructParams(**_params()["construct"]["optimization"])

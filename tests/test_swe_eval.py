@@ -293,7 +293,12 @@ def test_evaluation_end_to_end_resumes_without_work_and_labels_the_surrogate(tmp
     summary = run(root, settings, tmp_path / "out", fake)
     assert summary["run"] == {"computed": 20, "reused": 0, "seconds": summary["run"]["seconds"]}
     assert fake.calls == 4
-    methods = summary["methods"]
+    # the oracle template (privileged) and no_questions (the floor) are reference rows, never ranked
+    assert summary["method_order"] == ["ask_everything", "base_policy", "listed"] == list(summary["methods"])
+    assert summary["reference_order"] == ["no_questions", "oracle_template"]
+    assert {n: m["reference"]["kind"] for n, m in summary["reference_methods"].items()} == {
+        "no_questions": "bound", "oracle_template": "privileged"}
+    methods = {**summary["methods"], **summary["reference_methods"]}
     assert summary["cases"] == 4 and summary["issues"] == 2
     assert summary["weights"]["source"].startswith("CLARITI published weights")
     assert methods["no_questions"]["questions_per_issue"] == 0 and methods["no_questions"]["hidden_recall"] == 0
@@ -311,7 +316,18 @@ def test_evaluation_end_to_end_resumes_without_work_and_labels_the_surrogate(tmp
             assert sum(m["category_share"].values()) == pytest.approx(1.0, abs=1e-5)
     # more recovered information never lowers the surrogate here: asking beats not asking
     assert methods["oracle_template"]["predicted_resolution"] >= methods["no_questions"]["predicted_resolution"]
-    assert "surrogate" in (tmp_path / "out" / "report.md").read_text()
+    report = (tmp_path / "out" / "report.md").read_text()
+    assert "surrogate" in report
+    ranked, rest = report.split("### Reference rows (not ranked)", 1)
+    table = [line for line in ranked.splitlines() if line.startswith("| ")]
+    assert [line.split(" | ")[0] for line in table[1:]] == ["| ask_everything", "| base_policy", "| listed"]
+    assert "| oracle_template | oracle_template | privileged | the case's hidden categories" in rest
+    assert "| no_questions | no_questions | bound | nothing" in rest
+    from flows.evaluate import _swe_headline, metric_rows
+
+    stage = metric_rows(summary["methods"], summary["reference_methods"], _swe_headline)
+    assert set(stage["rows"]) == {"ask_everything", "base_policy", "listed"}
+    assert stage["reference_rows"]["oracle_template"]["reference"]["kind"] == "privileged"
     for png in ("category_distribution.png", "questions_vs_recovery.png"):
         assert (tmp_path / "out" / png).read_bytes()[:4] == b"\x89PNG"
 
@@ -381,7 +397,7 @@ def test_bridge_round_trip_and_harness_results_replace_the_surrogate(tmp_path):
         {"measured": measured}).measured})
     summary = run(root, settings, tmp_path / "out2", FakePolicy())
     assert summary["run"]["computed"] == 0
-    m = summary["methods"]["oracle_template"]
+    m = summary["reference_methods"]["oracle_template"]
     assert m["measured_resolution"]["cases"] == 3 and m["measured_resolution"]["value"] == pytest.approx(1 / 3)
     assert "r1.json" in m["measured_resolution"]["source"] and "r2.json" in m["measured_resolution"]["source"]
     assert m["resolution"]["kind"] == "measured" and m["resolution"]["value"] == pytest.approx(1 / 3)

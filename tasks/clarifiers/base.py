@@ -16,6 +16,7 @@ from typing import Protocol as TypingProtocol
 from pydantic import BaseModel
 
 from tasks.episodes.records import AgentAction, AgentView, Protocol
+from tasks.records import MethodReference
 from tasks.roles.base import RoleFailure, RoleSpec, run_role
 from tasks.roles.config import RoleConfig, RolesParams
 
@@ -90,10 +91,22 @@ class BaseAgent:
 
 _REGISTRY: dict[str, str] = {}
 """Method name -> "module:factory". Factories take (name, options) and return a Method."""
+_REFERENCE: dict[str, MethodReference] = {}
+"""Method name -> why its rows are reference rows (privileged or a bound); absent: a ranked method."""
 
 
-def register(name: str, target: str) -> None:
+def register(name: str, target: str, reference: MethodReference | None = None) -> None:
+    _load_builtin()
     _REGISTRY[name] = target
+    _REFERENCE.pop(name, None)
+    if reference is not None:
+        _REFERENCE[name] = reference
+
+
+def reference_of(kind: str) -> MethodReference | None:
+    """Why the method kind's rows are reference rows, or None for a method ranked with the others."""
+    _load_builtin()
+    return _REFERENCE.get(kind)
 
 
 def method_names() -> list[str]:
@@ -116,6 +129,7 @@ def get_method(name: str, kind: str | None = None, options: dict[str, Any] | Non
 def _load_builtin() -> None:
     if _REGISTRY:
         return
-    from tasks.clarifiers import BUILTIN
+    from tasks.clarifiers import BUILTIN, REFERENCE
 
     _REGISTRY.update(BUILTIN)
+    _REFERENCE.update(REFERENCE)

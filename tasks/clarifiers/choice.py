@@ -129,7 +129,6 @@ class ChoiceMethod:
     name: str
     protocols: tuple[Protocol, ...]
     uses_detector: bool = True
-    privileged: bool = False
 
     def new_agent(self, case_id: str, brief: str, protocol: Protocol, *, seed: int, ctx: MethodContext) -> ChoiceAgent:
         return ChoiceAgent(brief, protocol, ctx)

@@ -261,7 +261,6 @@ class FreeQA:
     name: str
     protocols: tuple[Protocol, ...] = ("open",)
     uses_detector: bool = True
-    privileged: bool = False
 
     def new_agent(self, case_id: str, brief: str, protocol: Protocol, *, seed: int, ctx: MethodContext) -> FreeQAAgent:
         return FreeQAAgent(brief, ctx)

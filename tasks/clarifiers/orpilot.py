@@ -190,7 +190,6 @@ class Orpilot:
     name: str
     protocols: tuple[Protocol, ...] = ("open",)
     uses_detector: bool = False
-    privileged: bool = False
 
     def new_agent(self, case_id: str, brief: str, protocol: Protocol, *, seed: int, ctx: MethodContext) -> OrpilotAgent:
         return OrpilotAgent(ctx)

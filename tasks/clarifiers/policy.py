@@ -60,7 +60,6 @@ def parse_questions(text: str) -> list[str]:
 class PolicyMethod:
     protocols: tuple[Protocol, ...] = ("open",)
     uses_detector = True
-    privileged = False
 
     def __init__(self, name: str, options: PolicyOptions, loader: Callable[[], Any] | None = None):
         self.name = name

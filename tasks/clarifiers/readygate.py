@@ -145,7 +145,6 @@ class ReadyGate:
     options: GateOptions
     protocols: tuple[Protocol, ...] = ("mc_d",)
     uses_detector: bool = True
-    privileged: bool = False
 
     def new_agent(self, case_id: str, brief: str, protocol: Protocol, *, seed: int,
                   ctx: MethodContext) -> ReadyGateAgent:

@@ -1,10 +1,12 @@
-"""Reference methods for tests and sanity rows; never in the default methods list.
+"""Reference methods for tests and the sanity ladder (``tasks.clarifiers.REFERENCE`` declares them reference rows:
+their results are reported apart from the ranked methods, never ranked with them).
 
 - ``oracle`` (privileged: it is bound to the cases and reads their hidden slots): asks each hidden slot's first
   reference question, one per turn in slot order, then declares READY. Under MC / MC-D each question carries the
   simulator's answer and two distractors as options A/B/C (the answer's position drawn from the episode seed).
   It bounds what the loop, the simulated user and the judge can credit.
-- ``ready_now``: declares READY_TO_MODEL at turn 1 with the brief as its summary (a floor: every slot is missed).
+- ``ready_now`` (a bound): declares READY_TO_MODEL at turn 1 with the brief as its summary (a floor: every slot
+  is missed).
 """
 
 from __future__ import annotations
@@ -62,7 +64,6 @@ class Oracle:
     name: str
     protocols: tuple[Protocol, ...] = PROTOCOLS
     uses_detector: bool = True
-    privileged: bool = True
     cases: dict[str, Case] = field(default_factory=dict)
 
     def bind_cases(self, cases: Mapping[str, Case]) -> None:
@@ -84,7 +85,6 @@ class ReadyNow:
     name: str
     protocols: tuple[Protocol, ...] = PROTOCOLS
     uses_detector: bool = True
-    privileged: bool = False
 
     def new_agent(self, case_id: str, brief: str, protocol: Protocol, *, seed: int,
                   ctx: MethodContext) -> ReadyNowAgent:

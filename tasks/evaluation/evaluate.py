@@ -65,7 +65,7 @@ def play_unit(unit: Unit, case: Case, entry: MethodEntry, settings: EvalSettings
     if done is not None:
         return done, True
     method = method_for(entry)
-    if getattr(method, "privileged", False):
+    if hasattr(method, "bind_cases"):  # a method that reads the case itself (the oracle)
         method.bind_cases({case.case_id: case})
     ctx = MethodContext(roles=roles, client=client, options=entry.options)
     episode = run_episode(case, method, unit.protocol, repeat=unit.repeat, seed=settings.seed,
@@ -104,7 +104,9 @@ def _play_one(unit: Unit, *, by_id, entries, settings, roles, store, code, clien
 
 def write_outputs(out: Path, results: Sequence[UnitResult], cases: Sequence[Case], settings: EvalSettings,
                   roles: RolesParams, *, source: str) -> dict[str, Any]:
-    """Run directories, ``summary.json``, ``recovery.json``/``recovery.png``, ``report.md`` and ``run_config.json``."""
+    """Run directories, ``summary.json`` (ranked ``rows`` and ``reference_rows`` apart), ``recovery.json``/
+    ``recovery.png``, ``report.md`` and ``run_config.json``."""
+    from tasks.clarifiers.base import reference_of
     from tasks.evaluation import metrics, plots, report
     from tasks.evaluation.judge import judge_input_markdown
     from tasks.evaluation.runs import write_run_dir
@@ -119,7 +121,8 @@ def write_outputs(out: Path, results: Sequence[UnitResult], cases: Sequence[Case
                       judge_input_markdown(by_id[unit.case_id], r.episode, r.judge))
     episodes = [r.episode for r in results]
     judgements = [r.judge for r in results]
-    summary = metrics.summarise(episodes, judgements, by_id, n_resamples=settings.bootstrap, seed=settings.seed)
+    groups = metrics.summarise(episodes, judgements, by_id, n_resamples=settings.bootstrap, seed=settings.seed)
+    summary = metrics.ranked_summary(groups, {m.name: reference_of(m.kind) for m in settings.methods})
     curves = metrics.recovery_curves(episodes, judgements, by_id, n_resamples=settings.bootstrap, seed=settings.seed)
     run_config = {
         "cases": source,

@@ -38,6 +38,7 @@ import numpy as np
 
 from tasks.episodes.records import HIT_VALUE, PROTOCOLS, SEVERITY_WEIGHT, Episode, JudgeResult
 from tasks.evaluation.judge import turn_of
+from tasks.records import MethodReference
 
 STATUSES = ("appropriate_stop", "premature_stop", "over_questioning", "no_stop")
 HITS = ("yes", "partial", "no")
@@ -222,6 +223,23 @@ def summarise(episodes: Sequence[Episode], judgements: Sequence[JudgeResult],
                  for key, runs in groups.items()})
 
 
+def ranked_summary(groups: Mapping[str, dict], references: Mapping[str, MethodReference | None]) -> dict[str, dict]:
+    """``summary.json``: ``{"rows": {key: metrics}, "reference_rows": {key: {**metrics, "reference": {kind, reads}}}}``.
+
+    ``groups`` comes from :func:`summarise`; ``references`` maps a method's display name to why it is a reference
+    row (``tasks.clarifiers.base.reference_of`` of its kind), None for a ranked method. Reference rows (the oracle,
+    the ready-now floor) are kept apart so no table, order or comparison ranks them with the methods."""
+    rows: dict[str, dict] = {}
+    reference_rows: dict[str, dict] = {}
+    for key, metrics in groups.items():
+        reference = references.get(metrics["method"])
+        if reference is None:
+            rows[key] = metrics
+        else:
+            reference_rows[key] = {**metrics, "reference": reference.model_dump()}
+    return {"rows": rows, "reference_rows": reference_rows}
+
+
 def sort_keys(keys: Sequence[str]) -> list[str]:
     """Report order: Open, MC, MC-D, then method name."""
     order = {p: i for i, p in enumerate(PROTOCOLS)}
@@ -334,13 +352,14 @@ def episodes_frame(episodes: Sequence[Episode], judgements: Sequence[JudgeResult
 
 
 def summary_frame(summary: Mapping[str, Mapping[str, Any]]):
-    """One row per ``protocol::method`` for the ``or_summary`` suite: the rates, RunCount and each CI's bounds
-    (``<metric>_low`` / ``<metric>_high``)."""
+    """One row per ``protocol::method`` of ``summary.json`` (:func:`ranked_summary`; ranked and reference rows alike)
+    for the ``or_summary`` suite: the rates, RunCount and each CI's bounds (``<metric>_low`` / ``<metric>_high``)."""
     import pandas as pd
 
+    every = {**summary["rows"], **summary["reference_rows"]}
     rows = []
-    for key in sort_keys(list(summary)):
-        s = summary[key]
+    for key in sort_keys(list(every)):
+        s = every[key]
         row: dict[str, Any] = {"key": key, "RunCount": s["RunCount"], "CoreEligibleRunCount": s["CoreEligibleRunCount"],
                                "AtomicQuestionsPerRun": s["AtomicQuestionsPerRun"],
                                "SilentAssumptionsPerRun": s["SilentAssumptionsPerRun"]}

@@ -1,7 +1,8 @@
 """``report.md`` of an OR-Clarify evaluation (or-clarify.md §9.1) and its Prefect markdown artifact.
 
 The header names the run settings and the backend of every role, so each number in the table names what produced
-it. One table row per ``protocol::method``; the extensions (answer-gap alignment, cost-aware stop) are set next to
+it. One table row per ``protocol::method``; reference rows (an oracle, a floor) sit in their own block below the
+methods table, never among them; the extensions (answer-gap alignment, cost-aware stop) are set next to
 the published InterOPT variant of the same protocol.
 """
 
@@ -82,23 +83,38 @@ def _roles_lines(roles: Mapping[str, Mapping[str, Any]]) -> list[str]:
     return _table(["role", "backend", "model", "temperature", "details"], rows)
 
 
-def _main_table(summary: Mapping[str, Mapping[str, Any]]) -> list[str]:
-    header = ["protocol::method", "runs", "all-slot exact [95% CI]", "core exact [95% CI] (eligible runs)",
-              "WSS macro / micro", "avg Q [95% CI]", "avg turns", "ready rate", "premature stop [95% CI]",
-              "silent/run [95% CI]", "protocol fail", "D rate", "forced choice", "selector fallback/run", "tokens/run",
-              "est. cost (USD)"]
+MAIN_HEADER = ["protocol::method", "runs", "all-slot exact [95% CI]", "core exact [95% CI] (eligible runs)",
+               "WSS macro / micro", "avg Q [95% CI]", "avg turns", "ready rate", "premature stop [95% CI]",
+               "silent/run [95% CI]", "protocol fail", "D rate", "forced choice", "selector fallback/run",
+               "tokens/run", "est. cost (USD)"]
+REFERENCE_TITLE = "Reference rows (not ranked)"
+REFERENCE_NOTE = ("Reference rows read what a method may not (privileged: the hidden slots) or nothing at all (a "
+                  "bound): they bracket the methods above and are never ranked with them.")
+
+
+def _main_cells(key: str, s: Mapping[str, Any]) -> list[str]:
+    return [
+        f"`{key}`", _num(s["RunCount"]), _with_ci(s, "AllSlotExactRestoreRate"),
+        f"{_with_ci(s, 'CoreExactRestoreRate')} ({s['CoreEligibleRunCount']})",
+        f"{_num(s['WeightedSlotScore_macro'])} / {_num(s['WeightedSlotScore_micro'])}",
+        _with_ci(s, "AtomicQuestionsPerRun", 2), _num(s["AverageTurns"], 2), _num(s["ReadyRate"]),
+        _with_ci(s, "PrematureStopRate"), _with_ci(s, "SilentAssumptionsPerRun"), _num(s["ProtocolFailureRate"]),
+        _num(s.get("DSelectionRate")), _num(s.get("MCForcedChoiceRate")), _num(s.get("SelectorFallbacksPerRun"), 2),
+        _num(s.get("TokensPerRun"), 0), _num(s.get("EstimatedCostUSD"), 4),
+    ]
+
+
+def _main_table(rows: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    return _table(MAIN_HEADER, [_main_cells(key, rows[key]) for key in sort_keys(list(rows))])
+
+
+def _reference_table(reference_rows: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    header = [MAIN_HEADER[0], "reference", "reads", *MAIN_HEADER[1:]]
     rows = []
-    for key in sort_keys(list(summary)):
-        s = summary[key]
-        rows.append([
-            f"`{key}`", _num(s["RunCount"]), _with_ci(s, "AllSlotExactRestoreRate"),
-            f"{_with_ci(s, 'CoreExactRestoreRate')} ({s['CoreEligibleRunCount']})",
-            f"{_num(s['WeightedSlotScore_macro'])} / {_num(s['WeightedSlotScore_micro'])}",
-            _with_ci(s, "AtomicQuestionsPerRun", 2), _num(s["AverageTurns"], 2), _num(s["ReadyRate"]),
-            _with_ci(s, "PrematureStopRate"), _with_ci(s, "SilentAssumptionsPerRun"), _num(s["ProtocolFailureRate"]),
-            _num(s.get("DSelectionRate")), _num(s.get("MCForcedChoiceRate")), _num(s.get("SelectorFallbacksPerRun"), 2),
-            _num(s.get("TokensPerRun"), 0), _num(s.get("EstimatedCostUSD"), 4),
-        ])
+    for key in sort_keys(list(reference_rows)):
+        s = reference_rows[key]
+        cells = _main_cells(key, s)
+        rows.append([cells[0], s["reference"]["kind"], s["reference"]["reads"], *cells[1:]])
     return _table(header, rows)
 
 
@@ -107,8 +123,10 @@ def _judgement_table(summary: Mapping[str, Mapping[str, Any]]) -> list[str]:
               "rule-based stop: appropriate / premature / over / no_stop", "judge-rule mismatch", "judge failures",
               "protocol failures by type"]
     rows = []
-    for key in sort_keys(list(summary)):
-        s = summary[key]
+    ranked, reference = summary["rows"], summary["reference_rows"]
+    listed = [(key, ranked[key]) for key in sort_keys(list(ranked))]
+    listed += [(f"{key} (reference)", reference[key]) for key in sort_keys(list(reference))]
+    for key, s in listed:
         hits = s["HitCounts"]
         sev = s["HitCountsBySeverity"]
         stop = s["RuleBasedStoppingStatusCounts"]
@@ -129,6 +147,7 @@ def _delta(s: Mapping[str, Any], base: Mapping[str, Any] | None, name: str, digi
 
 
 def _extension_lines(summary: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    """Each extension against the published InterOPT of the same protocol (``summary``: the ranked rows)."""
     lines = ["## Extensions next to the published InterOPT", ""]
     lines += [f"- `{name}`: {what}." for name, what in EXTENSIONS.items()]
     lines.append("")
@@ -157,6 +176,8 @@ def any_local(roles: Mapping[str, Mapping[str, Any]]) -> bool:
 
 def report_markdown(summary: Mapping[str, Mapping[str, Any]], settings: Mapping[str, Any],
                     roles_description: Mapping[str, Mapping[str, Any]]) -> str:
+    """``summary``: ``summary.json`` (``metrics.ranked_summary``): the methods table ranks ``rows``; the
+    ``reference_rows`` follow in their own block."""
     lines = [TITLE, "", "## Run settings", ""]
     lines += _settings_lines(settings)
     lines += ["", "Every number below was produced by these role backends:", ""]
@@ -164,17 +185,19 @@ def report_markdown(summary: Mapping[str, Mapping[str, Any]], settings: Mapping[
     if any_local(roles_description):
         lines += ["", LOCAL_NOTE]
     lines += ["", "## Results", ""]
-    if summary:
-        lines += _main_table(summary)
+    if summary["rows"]:
+        lines += _main_table(summary["rows"])
     else:
-        lines.append("No runs.")
+        lines.append("No ranked runs.")
+    if summary["reference_rows"]:
+        lines += ["", f"### {REFERENCE_TITLE}", "", REFERENCE_NOTE, "", *_reference_table(summary["reference_rows"])]
     note = ("All-slot exact is over all runs; core exact over core-eligible runs (cases with a P0/P1 slot). "
             "Intervals: 95% case-level bootstrap. Premature stop: rule-based re-audit. Compare methods only within a "
             "protocol.")
     lines += ["", note, "", "## Slot judgements and stopping", ""]
-    if summary:
+    if summary["rows"] or summary["reference_rows"]:
         lines += _judgement_table(summary)
-    lines += [""] + _extension_lines(summary)
+    lines += [""] + _extension_lines(summary["rows"])
     return "\n".join(lines).rstrip() + "\n"
 
 

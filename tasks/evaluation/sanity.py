@@ -16,7 +16,7 @@ benchmark that can support a conclusion:
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from itertools import combinations
 from typing import Literal
 
@@ -43,13 +43,13 @@ def _method(row: str) -> str:
     return row.split("::", 1)[-1]
 
 
-def violations(rows: Mapping[str, Mapping[str, float]], kinds: Mapping[str, str], settings: SanitySettings,
-               privileged: Sequence[str] = ()) -> list[str]:
-    """What breaks the ladder. ``rows``: ``protocol::name`` -> metrics; ``kinds``: method name -> registered kind;
-    ``privileged``: further method names that read hidden information (never compared as real methods)."""
-    ceiling = {r: m for r, m in rows.items() if kinds.get(_method(r)) == CEILING}
-    floor = {r: m for r, m in rows.items() if kinds.get(_method(r)) == FLOOR}
-    real = {r: m for r, m in rows.items() if r not in ceiling and r not in floor and _method(r) not in privileged}
+def violations(rows: Mapping[str, Mapping[str, float]], reference_rows: Mapping[str, Mapping[str, float]],
+               kinds: Mapping[str, str], settings: SanitySettings) -> list[str]:
+    """What breaks the ladder. ``rows``: the ranked (real) methods' rows, ``protocol::name`` -> metrics;
+    ``reference_rows``: the reference rows, among them the ceiling and the floor; ``kinds``: method name -> kind."""
+    ceiling = {r: m for r, m in reference_rows.items() if kinds.get(_method(r)) == CEILING}
+    floor = {r: m for r, m in reference_rows.items() if kinds.get(_method(r)) == FLOOR}
+    real = dict(rows)
     out: list[str] = []
     if not ceiling or not floor:
         missing = [k for k, v in ((CEILING, ceiling), (FLOOR, floor)) if not v]

@@ -10,7 +10,8 @@ role answers them from the full issue + hints; judges and the classifier label t
                            reward=cfg.reward, client=None, progress=None)
     gate("swe_eval_summary", summary_frame(summary), ...); gate("swe_eval_rows", rows_frame(staging_dir), ...)
 
-Outputs in ``out_dir``: ``summary.json`` (byte-stable), ``rows.jsonl`` (one row per method x case with questions,
+Outputs in ``out_dir``: ``summary.json`` (byte-stable; the ranked ``methods`` apart from the ``reference_methods``,
+see ``swe_methods.REFERENCE``), ``rows.jsonl`` (one row per method x case with questions,
 answers and labels), ``report.md`` (the report section), ``category_distribution.png``,
 ``questions_vs_recovery.png``, and ``bridge/`` (SWE-bench-style JSONL per method + ``manifest.json``; see
 ``swe_bridge``). Units are cached under ``<root>/.cache/eval/swe/units`` by content, so a rerun recomputes only
@@ -311,8 +312,11 @@ def _predictions(surrogate, presence: list[set[str]], fixed: dict[str, str]) -> 
 
 def summarise(cases: Sequence[Case], units_by_method: dict[str, list], settings: SweEvalSettings, roles: RolesParams,
               inputs: SweInputs, reward: RewardConfig) -> tuple[dict[str, Any], list[dict]]:
-    """The summary (deterministic) and the per-case rows."""
+    """The summary (deterministic) and the per-case rows. The ranked methods are ``methods`` (in ``method_order``);
+    the reference methods (``swe_methods.REFERENCE``: the oracle template, the no-questions floor) are
+    ``reference_methods`` (in ``reference_order``), each with its ``reference`` (kind, what it reads)."""
     from tasks.evaluation.metrics import tidy
+    from tasks.evaluation.swe_methods import reference_of
     from tasks.evaluation.swe_metrics import measured_metrics, method_metrics, outcome, presence_after
     from tasks.evaluation.swe_surrogate import LABEL
     from tasks.evaluation.swe_units import UNIT_ROLES, evaluation_reward
@@ -371,13 +375,18 @@ def summarise(cases: Sequence[Case], units_by_method: dict[str, list], settings:
         full = _predictions(inputs.surrogate, [{c.key for c in case.present_categories} for case in cases], fixed)
         reference = {"incomplete_issue": sum(visible) / len(visible), "full_issue": sum(full) / len(full)}
     described = describe_roles(roles)
+    references = {e.name: reference_of(e.kind) for e in settings.methods}
+    reference_methods = {name: {**methods.pop(name), "reference": ref.model_dump()}
+                         for name, ref in references.items() if ref is not None}
     summary = {
         "cases": len(cases),
         "issues": len({c.metadata.source_id for c in cases}),
         "case_source": inputs.case_source,
         "case_notes": inputs.case_notes,
         "methods": methods,
-        "method_order": [m.name for m in settings.methods],
+        "method_order": [m.name for m in settings.methods if references[m.name] is None],
+        "reference_methods": reference_methods,
+        "reference_order": [m.name for m in settings.methods if references[m.name] is not None],
         "weights": {"source": inputs.weights_source, "values": inputs.weights},
         "surrogate": ({"label": LABEL, "model": settings.surrogate, "trained_on": inputs.surrogate.source,
                        "controls_fixed": fixed, "controls": "averaged over the runs table's control profiles",
@@ -421,6 +430,7 @@ def evaluate_swe(cases: Sequence[Case], settings: SweEvalSettings, roles: RolesP
                                                       for r in rows))
     atomic_write_text(out_dir / "report.md", report_markdown(summary))
     ordered = {name: summary["methods"][name] for name in summary["method_order"]}
+    ordered |= {f"{name} (reference)": summary["reference_methods"][name] for name in summary["reference_order"]}
     swe_plots.category_plot(ordered, out_dir / "category_distribution.png")
     swe_plots.recovery_plot(ordered, out_dir / "questions_vs_recovery.png")
     export_clarified([u for name in units for u in units[name]], {c.case_id: c for c in cases}, out_dir / "bridge",
@@ -442,51 +452,72 @@ def _fmt(value: Any, ci: Any = None, pct: bool = False) -> str:
     return text
 
 
+SWE_HEADER = ("| method | kind | cases | questions / issue | redundancy | answerability | hidden recall "
+              "| full coverage | weighted recovery | staged reward | resolution |")
+REFERENCE_TITLE = "Reference rows (not ranked)"
+REFERENCE_NOTE = ("Reference rows read what a method may not (privileged: the hidden categories) or nothing at all "
+                  "(a bound): they bracket the methods above and are never ranked with them.")
+
+
+def _method_cells(name: str, m: dict[str, Any]) -> list[str]:
+    if not m.get("cases"):
+        return [name, m["kind"], "0", *["–"] * 8]
+    ci = m["CI95"]
+    res = m.get("resolution")
+    res_text = f"{_fmt(res['value'], res['CI95'], True)} ({res['kind']})" if res else "–"
+    return [name, m["kind"], str(m["cases"]), _fmt(m["questions_per_issue"], ci["questions_per_issue"]),
+            _fmt(m["redundancy_rate"], ci["redundancy_rate"], True),
+            _fmt(m["answerability_rate"], ci["answerability_rate"], True),
+            _fmt(m["hidden_recall"], ci["hidden_recall"], True),
+            _fmt(m["full_coverage_rate"], ci["full_coverage_rate"], True),
+            _fmt(m["weighted_recovery"], ci["weighted_recovery"], True), _fmt(m["reward_mean"], ci["reward_mean"]),
+            res_text]
+
+
+def _line(cells: list[str]) -> str:
+    return "| " + " | ".join(cells) + " |"
+
+
 def report_markdown(summary: dict[str, Any]) -> str:
-    """The report section for evaluate@swe (markdown, no images)."""
+    """The report section for evaluate@swe (markdown, no images): the ranked methods' table, then the reference
+    rows apart (each with what it reads)."""
     from tasks.evaluation.swe_metrics import LABELS
     from tasks.evaluation.swe_plots import NAMES
 
     order = summary["method_order"]
     methods = summary["methods"]
+    reference = summary["reference_methods"]
     lines = ["## SWE clarification (evaluate@swe)", "",
              (f"{summary['cases']} cases from {summary['issues']} issues ({summary['case_source']}). Values are "
               "means with 95% percentile-bootstrap intervals over issues."), "",
-             ("| method | kind | cases | questions / issue | redundancy | answerability | hidden recall "
-              "| full coverage | weighted recovery | staged reward | resolution |"),
-             "|---|---|---|---|---|---|---|---|---|---|---|"]
-    for name in order:
-        m = methods[name]
-        if not m.get("cases"):
-            lines.append(f"| {name} | {m['kind']} | 0 | – | – | – | – | – | – | – | – |")
-            continue
-        ci = m["CI95"]
-        res = m.get("resolution")
-        res_text = f"{_fmt(res['value'], res['CI95'], True)} ({res['kind']})" if res else "–"
-        lines.append(
-            f"| {name} | {m['kind']} | {m['cases']} | {_fmt(m['questions_per_issue'], ci['questions_per_issue'])} | "
-            f"{_fmt(m['redundancy_rate'], ci['redundancy_rate'], True)} | "
-            f"{_fmt(m['answerability_rate'], ci['answerability_rate'], True)} | "
-            f"{_fmt(m['hidden_recall'], ci['hidden_recall'], True)} | "
-            f"{_fmt(m['full_coverage_rate'], ci['full_coverage_rate'], True)} | "
-            f"{_fmt(m['weighted_recovery'], ci['weighted_recovery'], True)} | "
-            f"{_fmt(m['reward_mean'], ci['reward_mean'])} | {res_text} |")
+             SWE_HEADER, "|---|---|---|---|---|---|---|---|---|---|---|"]
+    lines += [_line(_method_cells(name, methods[name])) for name in order]
+    if summary["reference_order"]:
+        header = SWE_HEADER.replace("| kind |", "| kind | reference | reads |")
+        lines += ["", f"### {REFERENCE_TITLE}", "", REFERENCE_NOTE, "", header, "|---" * 13 + "|"]
+        for name in summary["reference_order"]:
+            cells = _method_cells(name, reference[name])
+            lines.append(_line([*cells[:2], reference[name]["reference"]["kind"],
+                                reference[name]["reference"]["reads"], *cells[2:]]))
+    # the per-method detail tables list every row; a reference row is labelled as such
+    every = {**{name: methods[name] for name in order},
+             **{f"{name} (reference)": reference[name] for name in summary["reference_order"]}}
     lines += ["", "Question categories (share of each method's questions):", "",
               "| method | " + " | ".join(NAMES[label] for label in LABELS) + " |",
               "|---|" + "---|" * len(LABELS)]
-    for name in order:
-        shares = methods[name].get("category_share")
-        if shares and methods[name].get("questions"):
+    for name, m in every.items():
+        shares = m.get("category_share")
+        if shares and m.get("questions"):
             lines.append(f"| {name} | " + " | ".join(_fmt(shares.get(label), pct=True) for label in LABELS) + " |")
-    stages = [k for k in next((m for m in methods.values() if m.get("cases")), {}) if k.startswith("reward_")
+    stages = [k for k in next((m for m in every.values() if m.get("cases")), {}) if k.startswith("reward_")
               and k.endswith("_mean") and k != "reward_mean"]
     if stages:
         lines += ["", "Staged reward by stage (mean over cases):", "",
                   "| method | " + " | ".join(s[len("reward_"):-len("_mean")] for s in stages) + " |",
                   "|---|" + "---|" * len(stages)]
-        for name in order:
-            if methods[name].get("cases"):
-                lines.append(f"| {name} | " + " | ".join(_fmt(methods[name][s]) for s in stages) + " |")
+        for name, m in every.items():
+            if m.get("cases"):
+                lines.append(f"| {name} | " + " | ".join(_fmt(m[s]) for s in stages) + " |")
     notes = [f"- Category weights: {summary['weights']['source']}.",
              f"- Resolution: {summary['surrogate'].get('label')}" + (
                  f" (model trained on {summary['surrogate']['trained_on']}; reference: incomplete issue "
@@ -495,13 +526,13 @@ def report_markdown(summary: dict[str, Any]) -> str:
                  if summary["surrogate"].get("reference") else "."),
              ("- A hidden category is recovered when a question classified into it was answered by the simulated "
               "user.")]
-    measured = [n for n in order if methods[n].get("measured_resolution")]
-    for name in measured:
-        notes.append(f"- {name}: measured resolution from {methods[name]['measured_resolution']['source']}.")
-    for name in order:
-        if methods[name].get("skipped_cases"):
-            reasons = ", ".join(f"{k}: {v}" for k, v in methods[name]["skipped"].items())
-            notes.append(f"- {name}: {methods[name]['skipped_cases']} cases skipped ({reasons}).")
+    for name, m in every.items():
+        if m.get("measured_resolution"):
+            notes.append(f"- {name}: measured resolution from {m['measured_resolution']['source']}.")
+    for name, m in every.items():
+        if m.get("skipped_cases"):
+            reasons = ", ".join(f"{k}: {v}" for k, v in m["skipped"].items())
+            notes.append(f"- {name}: {m['skipped_cases']} cases skipped ({reasons}).")
     if summary.get("published_note"):
         notes.append(f"- Published sets: {summary['published_note']}.")
     backends = "; ".join(f"{name}: {d.get('model') or d.get('implementation')} ({d['backend']})"
@@ -511,15 +542,17 @@ def report_markdown(summary: dict[str, Any]) -> str:
 
 
 def summary_frame(summary: dict[str, Any]):
-    """One row per method for the ``swe_eval_summary`` suite: metrics and each CI's bounds."""
+    """One row per method, ranked and reference alike, for the ``swe_eval_summary`` suite: metrics and each CI's
+    bounds."""
     import pandas as pd
 
     from tasks.evaluation.swe_metrics import ISSUE_METRICS, QUESTION_METRICS
 
     names = (*ISSUE_METRICS, *QUESTION_METRICS)
+    every = {**summary["methods"], **summary["reference_methods"]}
     rows = []
-    for key in summary["method_order"]:
-        m = summary["methods"][key]
+    for key in [*summary["method_order"], *summary["reference_order"]]:
+        m = every[key]
         row: dict[str, Any] = {"key": key, "cases": m.get("cases", 0), "skipped_cases": m.get("skipped_cases", 0)}
         for name in names:
             row[name] = m.get(name)

@@ -3,9 +3,9 @@ questions that ``tasks.rewards.parse_questions`` parses (the same parser for eve
 
 Kinds (``evaluate.swe.methods[].method``, default = ``name``):
 
-- ``no_questions``: asks nothing (the incomplete issue alone).
+- ``no_questions``: asks nothing (the incomplete issue alone). A reference row (a bound, the floor).
 - ``oracle_template``: one ``question_writer`` question per *hidden* category, most valuable first by the category
-  weights. An oracle: it reads the case's hidden categories.
+  weights. An oracle: it reads the case's hidden categories. A reference row (privileged).
 - ``ask_everything``: one ``question_writer`` question for each of the six categories, most valuable first.
 - ``policy``: a trained questioner (:class:`tasks.training.policy.LocalPolicy`), the base model or a LoRA adapter
   (``options: {adapter: data/models/grpo/adapter}``; ``adapter: null`` is the base); one greedy generation per
@@ -17,6 +17,9 @@ Kinds (``evaluate.swe.methods[].method``, default = ``name``):
   list of hidden categories, which would make it an oracle.)
 - ``published``: a fixed question list per issue from the CLARITI workbook (``options: {column: …}``); a case
   whose source issue has no list is skipped and counted.
+
+:data:`REFERENCE` (next to :data:`KINDS`) declares the reference kinds: their rows are reported apart from the
+ranked methods (``reference_methods`` in the summary) and never ranked with them.
 
 ``complete(cases)`` returns one :class:`Completion` per case; ``fingerprint()`` (and ``case_input``) enter the
 unit cache key, so a changed adapter, model or list recomputes exactly the affected units.
@@ -33,7 +36,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from tasks.categories import Category
 from tasks.errors import InputError
-from tasks.records import Case
+from tasks.records import Case, MethodReference
 from tasks.roles.config import RoleConfig, RolesParams
 
 
@@ -303,6 +306,18 @@ KINDS: dict[str, tuple[type[SweMethod], type[_Options] | None]] = {
     "llm_questioner": (LlmQuestioner, LlmOptions),
     "published": (Published, PublishedOptions),
 }
+REFERENCE: dict[str, MethodReference] = {
+    # method kind -> why its rows are reference rows (shown apart, never ranked); a kind not listed is ranked
+    "oracle_template": MethodReference(kind="privileged", reads="the case's hidden categories: one question per "
+                                       "hidden category"),
+    "no_questions": MethodReference(kind="bound", reads="nothing: asks no question (the incomplete issue alone, "
+                                    "the floor)"),
+}
+
+
+def reference_of(kind: str) -> MethodReference | None:
+    """Why the method kind's rows are reference rows, or None for a method ranked with the others."""
+    return REFERENCE.get(kind)
 
 
 def parse_options(kind: str, options: dict[str, Any]) -> BaseModel | None:

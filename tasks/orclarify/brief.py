@@ -3,9 +3,11 @@
 The choice is deterministic per (problem id, seed): either about ``fraction`` of the eligible units, at least
 ``min_hidden`` and at most ``max_hidden`` (:func:`choose_hidden`), or OR-Clarify's shape (:func:`choose_hidden_shaped`):
 a number of slots drawn from a distribution (1-3, about 1.8 on average) and units drawn with weights that follow a
-target severity mix (the published 75 P0 / 83 P1 / 20 P2). The brief is written by the ``rewriter`` role. Its local backend joins the
-visible units in their original order: consecutive one-line prose units form a paragraph, and a unit spanning
-several lines (a table, a list) stands as its own paragraph. No marker or numbering shows where a unit was removed.
+target severity mix (the published 75 P0 / 83 P1 / 20 P2).
+
+The brief is written by the ``rewriter`` role. Its local backend joins the visible units in their original order:
+consecutive one-line prose units form a paragraph, and a unit spanning several lines (a table, a list) stands as its
+own paragraph. No marker or numbering shows where a unit was removed.
 An LLM rewrite that reproduces a hidden unit verbatim is rejected in favour of the local join (see
 ``render_briefs``).
 """

@@ -248,38 +248,56 @@ def validation_section(inputs: ReportInputs) -> Section:
 
 # ---- shap -------------------------------------------------------------------------------------------------------
 
+SHAP_TITLE = "Information value (SHAP)"
+PLANTED_NOTE = ("Planted effects: these outcomes are simulated from a generative model with the paper's ranking "
+                "planted (tasks/infovalue/runs.py), so the analysis is checked against a known answer. They are not "
+                "measured agent runs, and the paper's weights are not set beside them.")
+
+
 def shap_section(inputs: ReportInputs, used: set[str]) -> Section:
     weights = inputs.json("data/shap/weights.json")
     if "shap" not in inputs.metrics:
         if weights is None:
-            return Section.not_run("shap", "Information value (SHAP)", "no data/metrics/stages/shap.json and no "
+            return Section.not_run("shap", SHAP_TITLE, "no data/metrics/stages/shap.json and no "
                                    "data/shap/weights.json (run `dvc repro shap`)", stage="shap")
         inputs = ReportInputs({**inputs.metrics, "shap": {"backend": "unspecified (stage metrics absent)"}},
                               inputs.roles, inputs.domains, inputs.gates, inputs.root)
     used.add("shap")
-    extra: list[Block] = []
+    planted = shap_is_simulated(inputs.metrics["shap"], weights)
+    extra: list[Block] = [Text(PLANTED_NOTE, kind="note")] if planted else []
     if weights:
-        extra += [Text(f"Outcomes: {weights.get('source', 'unspecified')}."), _weights_table(weights)]
+        extra += [Text(f"Outcomes: {weights.get('source', 'unspecified')}."),
+                  _weights_table(weights, paper=not planted)]
     cv = inputs.metrics["shap"].get("cv")
     if isinstance(cv, dict):
         rows = [[k, fmt(v)] for k, v in cv.items() if isinstance(v, int | float) and not isinstance(v, bool)]
         extra.append(Table(["metric", "value"], rows, caption="Classifier (LightGBM, cross-validated)"))
     extra += _figures(inputs, "data/shap/plots", "shap", "SHAP")
-    return stage_section(inputs, "shap", "Information value (SHAP)", "shap", extra)
+    title = f"{SHAP_TITLE}: planted effects (simulated outcomes)" if planted else SHAP_TITLE
+    return stage_section(inputs, "shap", title, "shap", extra)
 
 
-def _weights_table(weights: dict[str, Any]) -> Table:
+def shap_is_simulated(metrics: dict[str, Any], weights: dict[str, Any] | None) -> bool:
+    """Whether the SHAP outcomes are simulated (``shap.source: simulated``), from the stage metrics or weights.json."""
+    if "source" in metrics:
+        return metrics["source"] == "simulated"
+    return bool(weights) and str(weights.get("source", "")).startswith("simulated")
+
+
+def _weights_table(weights: dict[str, Any], *, paper: bool) -> Table:
+    """The measured weights; with ``paper`` the paper's weights beside them (real outcomes only)."""
     categories = weights.get("categories") or {}
     exact = (weights.get("exact_shapley") or {}).get("weights") or {}
-    paper = weights.get("paper_weights_for_comparison") or {}
+    published = weights.get("paper_weights_for_comparison") or {}
     order = sorted(categories, key=lambda c: (categories[c].get("rank", 99), c))
     rows = []
     for name in order:
         c = categories[name]
         interval = f"[{fmt(c.get('ci_low'))}, {fmt(c.get('ci_high'))}]" if "ci_low" in c else "–"
-        rows.append([name, fmt(c.get("weight")), interval, fmt(c.get("rank")), fmt(exact.get(name)),
-                     fmt(paper.get(name))])
-    return Table(["category", "weight", "95% interval", "rank", "exact Shapley weight", "paper weight"], rows,
+        row = [name, fmt(c.get("weight")), interval, fmt(c.get("rank")), fmt(exact.get(name))]
+        rows.append([*row, fmt(published.get(name))] if paper else row)
+    header = ["category", "weight", "95% interval", "rank", "exact Shapley weight"]
+    return Table([*header, "paper weight"] if paper else header, rows,
                  caption="Category weights (mean |SHAP| normalised to max 1; data/shap/weights.json)")
 
 
@@ -315,9 +333,11 @@ def eval_section(inputs: ReportInputs, used: set[str], domain: str) -> Section:
     extra: list[Block] = []
     if config := inputs.json(f"{base}/run_config.json"):
         extra.append(_run_settings(config))
-    rows = _method_rows(data or {}) or {k: v for k, v in summary.items() if isinstance(v, dict)}
-    if rows:
-        extra.append(method_table(rows, summary))
+    ranked, reference = method_rows(data or {}, summary)
+    if ranked:
+        extra.append(method_table(ranked, summary))
+    if reference:
+        extra += [Text(REFERENCE_NOTE, kind="note"), reference_table(reference, summary)]
     extra += _figures(inputs, base, _slug(stage), stage)
     if inputs.exists(f"{base}/report.md"):
         extra.append(Text(f"The evaluation's own report, with every table: {base}/report.md.", kind="note"))
@@ -330,12 +350,34 @@ def eval_section(inputs: ReportInputs, used: set[str], domain: str) -> Section:
     return stage_section(inputs, stage, stage, _slug(stage), extra)
 
 
-def _method_rows(data: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    for key in ("rows", "methods"):
-        value = data.get(key)
-        if isinstance(value, dict) and value and all(isinstance(v, dict) for v in value.values()):
-            return value
-    return {}
+REFERENCE_TITLE = "Reference rows (not ranked)"
+REFERENCE_NOTE = ("Reference rows read what a method may not (privileged: the hidden slots or categories) or "
+                  "nothing at all (a bound): they bracket the methods and are never ranked with them.")
+LAYOUTS = (("rows", "reference_rows"), ("methods", "reference_methods"))
+"""Where an evaluation keeps its ranked and its reference rows (stage metrics and episode summaries; SWE summary)."""
+
+
+def _rows_of(value: Any) -> dict[str, dict[str, Any]]:
+    ok = isinstance(value, dict) and all(isinstance(v, dict) for v in value.values())
+    return value if ok else {}
+
+
+def method_rows(data: dict[str, Any], summary: dict[str, Any]) -> tuple[dict[str, dict], dict[str, dict]]:
+    """The ranked and the reference rows, from the stage metrics, else from summary.json (an older flat summary:
+    every row ranked)."""
+    for source in (data, summary):
+        for ranked, reference in LAYOUTS:
+            if _rows_of(source.get(ranked)) or _rows_of(source.get(reference)):
+                return _rows_of(source.get(ranked)), _rows_of(source.get(reference))
+    return {k: v for k, v in summary.items() if isinstance(v, dict)}, {}
+
+
+def _summary_row(summary: dict[str, Any], name: str) -> dict[str, Any]:
+    for key in (*LAYOUTS[0], *LAYOUTS[1]):
+        if isinstance(summary.get(key), dict) and isinstance(summary[key].get(name), dict):
+            return summary[key][name]
+    value = summary.get(name)
+    return value if isinstance(value, dict) else {}
 
 
 def _run_settings(config: dict[str, Any]) -> Table:
@@ -347,29 +389,46 @@ def _run_settings(config: dict[str, Any]) -> Table:
     return Table(["setting", "value"], rows, caption="Run settings")
 
 
-def method_table(rows: dict[str, dict[str, Any]], summary: dict[str, Any]) -> Table:
-    """One row per method (or protocol::method) with its headline metrics; ``[low, high]`` from the summary's CI95."""
+def _metric_cells(rows: dict[str, dict[str, Any]], summary: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
+    """Metric columns and one line of cells per row (``[low, high]`` from the summary's CI95)."""
     flat = {name: _flat_cells(values) for name, values in rows.items()}
     columns = list(dict.fromkeys(c for cells in flat.values() for c in cells))
-    table_rows = []
+    lines = []
     for name, cells in flat.items():
-        intervals = (summary.get(name) or {}).get("CI95") or {}
-        line = [name]
+        intervals = _summary_row(summary, name).get("CI95") or {}
+        line = []
         for column in columns:
             cell = cells.get(column, "–")
             bounds = intervals.get(column)
             if isinstance(bounds, list) and len(bounds) == 2 and cell != "–":
                 cell = f"{cell} [{fmt(bounds[0])}, {fmt(bounds[1])}]"
             line.append(cell)
-        table_rows.append(line)
-    return Table(["method", *columns], table_rows, caption="Headline metrics per method (95% bootstrap intervals "
-                                                           "where the evaluation computed them)")
+        lines.append(line)
+    return columns, lines
+
+
+def method_table(rows: dict[str, dict[str, Any]], summary: dict[str, Any]) -> Table:
+    """One row per ranked method (or protocol::method) with its headline metrics; ``[low, high]`` from the summary's
+    CI95."""
+    columns, lines = _metric_cells(rows, summary)
+    return Table(["method", *columns], [[name, *line] for name, line in zip(rows, lines)],
+                 caption="Headline metrics per method (95% bootstrap intervals where the evaluation computed them)")
+
+
+def reference_table(rows: dict[str, dict[str, Any]], summary: dict[str, Any]) -> Table:
+    """The reference rows apart from the methods: what each is (privileged, bound) and reads, then its metrics."""
+    columns, lines = _metric_cells(rows, summary)
+    table = []
+    for (name, values), line in zip(rows.items(), lines):
+        reference = values.get("reference") or _summary_row(summary, name).get("reference") or {}
+        table.append([name, str(reference.get("kind", "–")), str(reference.get("reads", "–")), *line])
+    return Table(["method", "reference", "reads", *columns], table, caption=REFERENCE_TITLE)
 
 
 def _flat_cells(values: dict[str, Any], prefix: str = "") -> dict[str, str]:
     cells: dict[str, str] = {}
     for key, value in values.items():
-        if key in ("CI95", "backend"):
+        if key in ("CI95", "backend", "reference"):
             continue
         name = f"{prefix}{key}"
         if isinstance(value, dict):
