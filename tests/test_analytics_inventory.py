@@ -106,6 +106,7 @@ def test_questions_use_the_brief_schema_and_never_read_the_opening_as_a_source()
     schema = read_schema(_brief())
     assert schema.tables == ["orders", "customers"] and schema.date_columns == ["placed_at", "shipped_at"]
     assert "is_test" not in schema.dimension_columns and "country" in schema.dimension_columns
+    assert schema.metric == "returning customer rate"  # named by the definition of what is counted
     gaps = {g.key: g for g in analytics_gaps(_brief("data_source", "filter"))}
     assert "`orders`" in gaps["data_source"].question and "`customers`" in gaps["data_source"].question
     assert "`status`" in gaps["filter"].question or "`is_test`" in gaps["filter"].question

@@ -25,8 +25,9 @@ MEASURE_PARTS = ("_id", "id", "_eur", "_usd", "_gbp", "amount", "count", "qty", 
                  "minutes", "total", "spend", "cost", "price", "revenue", "rooms", "guests", "headcount", "seats",
                  "on_hand", "units", "sku", "name", "code", "number")
 METRIC_NOUNS = ("rate", "share", "ratio", "margin", "occupancy", "attrition", "churn", "retention", "conversion",
-                "turnover", "basket size", "response time", "reply time", "resolution time", "per member",
-                "per signup", "per customer", "per user", "stock-out days")
+                "completion", "cancellation", "utilisation", "utilization", "turnover", "punctuality", "engagement",
+                "basket size", "response time", "reply time", "resolution time", "per member", "per signup",
+                "per customer", "per user", "stock-out days")
 METRIC = re.compile(r"\b((?:[a-z][a-z\-]*\s){0,2}(?:" + "|".join(re.escape(n) for n in METRIC_NOUNS) + r")s?)\b",
                     re.IGNORECASE)
 FILLER = frozenset("""the a an our my their its this that these those and or of for in on at by with to is are was
@@ -35,6 +36,9 @@ calculate return track compare deliver send as it each every one figure figures 
 """Words that end a metric's modifiers: a metric is the words after the last of them ("the churn rate")."""
 VAGUE = frozenset(METRIC_NOUNS[:2])
 """A bare "rate" or "share" names no metric."""
+COUNTED = re.compile(r"\b(?:an?|the) ([a-z][a-z\- ]{2,30}?) (?:is|are) (?:someone|anyone|one|any \w+) "
+                     r"(?:who|whose|that)\b", re.IGNORECASE)
+"""A definition of the thing counted ("a repeat customer is someone who ..."): its share is the metric."""
 
 
 class BriefSchema(BaseModel):
@@ -94,7 +98,8 @@ def _metric(prose: str) -> str:
         phrase = phrase[:-1] if phrase.endswith("s") and not phrase.endswith("days") else phrase
         if phrase and phrase not in VAGUE:
             return phrase
-    return ""
+    counted = COUNTED.search(prose)
+    return f"{counted.group(1).lower()} rate" if counted else ""
 
 
 @lru_cache(maxsize=4096)
