@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,7 @@ from tasks.roles.question_classifier import ClassifierInput, split_questions
 from tasks.roles.swe_judges import ANSWERABILITY_SPEC, REDUNDANCY_SPEC, AnswerabilityInput, RedundancyInput
 from tasks.roles.swe_user import NO_INFO, SweUserInput, split_units
 from tasks.roles.swe_user import SPEC as SWE_USER
+from tests.conftest import ROOT, python
 
 # An invented issue about an invented library.
 FULL = """Title: `tally.merge_counts` drops keys whose count is zero
@@ -157,11 +159,16 @@ def test_redundancy_and_answerability():
     assert ans_removed.rationale and ans_colour.rationale
 
 
-def test_answerability_agrees_with_the_simulated_user():
-    questions = [q for _, q in LABELLED] + ["Which version of tally and Python are you using?"]
-    users = _ask(questions)
-    judged = ANSWERABILITY_SPEC.run_local([AnswerabilityInput(text=FULL, hints=HINTS, question=q) for q in questions])
-    assert [u.answered for u in users] == [j.answerable for j in judged]
+def test_the_judges_do_not_use_the_simulated_user():
+    code = "import sys, tasks.roles.swe_judges; print('tasks.roles.swe_user' in sys.modules)"
+    assert python(ROOT, "-c", code).stdout.strip() == "False"
+    generic, version, windows = ANSWERABILITY_SPEC.run_local([
+        AnswerabilityInput(text=FULL, hints=HINTS, question=q)
+        for q in ("Can you provide more details?", "Which version of tally and Python are you using?",
+                  "Does this also happen on Windows?")])
+    assert not generic.answerable and "generic" in generic.rationale  # S3's "Generic question"
+    assert version.answerable and version.evidence in FULL and re.search(r"\d+\.\d+", version.evidence)
+    assert not windows.answerable
 
 
 def test_deterministic():

@@ -41,8 +41,10 @@ LOCAL_IMPLEMENTATIONS = {
     "swe_user": "verbatim retrieval from the full issue and hints (MiniLM + word overlap + category)",
     "or_open_user": "question-part to hidden-fact matching (MiniLM + word overlap)",
     "or_choice_user": "option to hidden-fact matching (MiniLM + word overlap, number and negation checks)",
-    "redundancy_judge": "swe_user retrieval over the incomplete text",
-    "answerability_judge": "swe_user retrieval over the full text and hints",
+    "redundancy_judge": "own passage judge over the incomplete text (MiniLM + IDF overlap + asked-evidence check; "
+                        "independent of swe_user)",
+    "answerability_judge": "own passage judge over the full text and hints (MiniLM + IDF overlap + asked-evidence "
+                           "check, generic asks refused; independent of swe_user)",
     "slot_hit_judge": "weighted MiniLM/word-overlap features vs the slot rubric, fitted thresholds",
     "question_detector": "rules (question marks, list items, READY markers)",
     "decomposer": "rules (sentences, bullet items, whole markdown tables, cue words) + MiniLM kind prototypes",

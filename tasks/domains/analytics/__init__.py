@@ -5,74 +5,16 @@ breakdown and the form of the deliverable, usually next to a schema of the table
 into units of :data:`~.decompose.UNIT_KINDS` (rules, :mod:`.decompose`), hides about half of the hideable ones
 (context and schema always stay visible), renders the brief with the ``rewriter`` role and writes each hidden
 unit's rubric from templates (:mod:`.slots`). Evaluation is the OR-Clarify episode loop; the local agents ask from
-the analytics gap inventory (:mod:`.gaps`). Samples: ``data/samples/analytics/requests.jsonl``.
+the analytics gap inventory (:mod:`.gaps`, with its own rules in :mod:`.statements` and :mod:`.brief_schema`),
+which imports nothing from the construction side. Samples: ``data/samples/analytics/requests.jsonl``.
+
+The domain object lives in :mod:`.domain` and loads on first use (PEP 562), so importing the inventory does not
+import the decomposer.
 """
 
-from __future__ import annotations
+from tasks.lazy_exports import lazy_exports
 
-from collections.abc import Sequence
-from typing import Any
-
-from tasks.domains.analytics import decompose, gaps, slots
-from tasks.domains.api import JudgeHints, Severity
-from tasks.domains.units import UnitConstructParams, UnitDomain
-from tasks.records import Unit
-
-BENCHMARK = "clarifyflow-analytics"
-SIMULATOR = {
-    "business_role": "the person who asked for the analysis and knows exactly what they need from it",
-    "knowledge_boundary": ("Knows every hidden detail of the request when asked, answers only the current question, "
-                           "and never invents tables, numbers or rules beyond the request."),
-}
-
-
-class AnalyticsConstructParams(UnitConstructParams):
-    samples_path: str | None = "data/samples/analytics/requests.jsonl"
-
-
-class AnalyticsDomain(UnitDomain):
-    name = "analytics"
-    benchmark = BENCHMARK
-    evaluation = "episodes"
-    taxonomy = decompose.TAXONOMY
-    judge_hints = JudgeHints(
-        subject="a data-analysis request (text to SQL)", deliverable="a SQL query and the table or chart it returns",
-        analyst="a data analyst",
-        core="P0 changes what number is computed (metric, period, source); P1 makes it materially wrong or unusable "
-             "(population, breakdown, top-N).",
-    )
-    params_model = AnalyticsConstructParams
-    default_samples = "requests.jsonl"
-    construction_backend = ("rules: analytics decomposer (cue words), kind filter, seeded unit choice, rubric "
-                            "templates (roles.rewriter renders the brief)")
-    record_label = "requests"
-    simulator = SIMULATOR
-    user_aspects = slots.ASPECTS
-
-    def decompose(self, record: Any) -> list[Unit]:
-        return decompose.decompose_text(record.text)
-
-    def slot_name(self, unit: Unit, units: Sequence[Unit]) -> str:
-        return slots.slot_name(unit)
-
-    def severity(self, hidden: Sequence[Unit], units: Sequence[Unit]) -> tuple[Severity | None, str]:
-        return slots.severity(hidden, units)
-
-    def reference_questions(self, hidden: Sequence[Unit], units: Sequence[Unit]) -> list[str]:
-        return slots.reference_questions(hidden, units)
-
-    def hit_rule(self, unit: Unit, units: Sequence[Unit]) -> str:
-        return slots.hit_rule(unit, units)
-
-    def failure_modes(self, unit: Unit, units: Sequence[Unit]) -> list[str]:
-        return slots.failure_modes(unit, units)
-
-    def simulated_answer(self, hidden: Sequence[Unit], units: Sequence[Unit]) -> str:
-        return slots.simulated_answer(hidden, units)
-
-    @property
-    def gap_inventory(self):
-        return gaps.INVENTORY
-
-
-DOMAIN = AnalyticsDomain()
+__getattr__, __dir__ = lazy_exports(__name__, {
+    "DOMAIN": "domain", "AnalyticsDomain": "domain", "AnalyticsConstructParams": "domain", "BENCHMARK": "domain",
+    "SIMULATOR": "domain",
+})

@@ -1,15 +1,19 @@
 """The analytics gap inventory: what a data request leaves open, as specific questions built from its own entities.
 
-The local agents read the public brief only. Each sentence of the brief is typed with the decomposer's rules
-(:mod:`tasks.domains.analytics.decompose`); every hideable kind the brief does not state is a gap, asked with the
-request's tables, date columns, dimension and flag columns and metric name (:mod:`.entities`). Two follow-ups are
-proposed even when the brief looks complete: how duplicates and missing values are handled, and the date column
-and time zone of the window; an agent that tracks every gap (InterOPT) asks them, a generic one usually stops first.
+The local agents read the public brief only, and this inventory reads it with rules of its own
+(:mod:`.statements`: per aspect, does any sentence state it; :mod:`.brief_schema`: tables and columns from the
+brief's schema). It imports nothing from the construction side (the decomposer, the slot templates, the masking
+and eligibility code, ``tasks.orclarify``), so what the agents ask is not the rule that chose what to hide read
+back (tests/test_analytics_inventory.py checks the import graph). Every aspect the brief does not state is a gap,
+asked with the request's tables, date columns, dimension and flag columns and metric name. The date basis (which
+date column and time zone define the window) is asked when the schema has two or more date columns and the brief
+names none; data quality (duplicates, missing values) whenever the brief says nothing about it: an agent that
+tracks every gap (InterOPT) asks them, a generic one usually stops first.
 
 Each gap sits in one InterOPT gap category, which ranks and groups the questions: the metric is the ``objective``,
-filters and data-quality rules the ``constraint_set``, the source the ``decision_scope``, the window the
-``time_boundary``, the breakdown the ``entity_relation`` and the deliverable's form a ``hard_soft_policy``. Choice
-protocols get three mutually exclusive hypotheses per gap.
+filters and data-quality rules the ``constraint_set``, the source the ``decision_scope``, the window and its date
+basis the ``time_boundary``, the breakdown the ``entity_relation`` and the deliverable's form a ``hard_soft_policy``.
+Choice protocols get three mutually exclusive hypotheses per gap.
 """
 
 from __future__ import annotations
@@ -19,8 +23,8 @@ from collections.abc import Sequence
 from functools import lru_cache
 
 from tasks.clarifiers.gaps import BriefFacts, GapCandidate
-from tasks.domains.analytics.decompose import classify
-from tasks.domains.analytics.entities import request_entities
+from tasks.domains.analytics.brief_schema import read_schema
+from tasks.domains.analytics.statements import stated_aspects
 
 CATEGORY = {"metric": "objective", "data_source": "decision_scope", "filter": "constraint_set",
             "time_window": "time_boundary", "grouping": "entity_relation", "output_format": "hard_soft_policy",
@@ -28,13 +32,6 @@ CATEGORY = {"metric": "objective", "data_source": "decision_scope", "filter": "c
 PRIORITY = {"metric": 0, "data_source": 1, "time_window": 2, "filter": 2, "grouping": 3, "output_format": 4,
             "date_basis": 5, "data_quality": 6}
 GRAINS = ("hour", "day", "week", "month", "quarter", "year")
-
-
-def stated_kinds(brief: str) -> set[str]:
-    """The unit kinds the brief states (each segment typed as the decomposer types it)."""
-    from tasks.orclarify.decompose import segment
-
-    return {classify(seg.content, first=i == 0, structured=seg.structured) for i, seg in enumerate(segment(brief))}
 
 
 def _grain(brief: str) -> str | None:
@@ -58,10 +55,10 @@ def _code(names: Sequence[str], k: int = 2, joiner: str = " or ") -> str:
 
 @lru_cache(maxsize=4096)
 def analytics_gaps(brief: str) -> tuple[GapCandidate, ...]:
-    ent = request_entities(brief)
-    stated = stated_kinds(brief) if brief.strip() else set()
+    ent = read_schema(brief)
+    stated = set(stated_aspects(brief)) if brief.strip() else set()
     metric = f"the {ent.metric}" if ent.metric else "the figure"
-    entity = ent.entity or "records"
+    entity = ent.entity
     result = f"the {ent.metric}" if ent.metric else "the result"
     rows = f"rows in `{ent.tables[0]}`" if ent.tables else f"{entity} rows"
     first = brief.strip().splitlines()[0][:200] if brief.strip() else ""
@@ -75,11 +72,11 @@ def analytics_gaps(brief: str) -> tuple[GapCandidate, ...]:
 
     if "metric" not in stated:
         add("metric", f"How {metric} is defined is not stated.",
-            f"How exactly should {metric} be calculated" + (f" from {ent.listed_tables}?" if ent.tables else "?"),
+            f"How exactly should {metric} be calculated" + (f" from {ent.listing()}?" if ent.tables else "?"),
             {"A": f"A plain count of {entity}", "B": f"A share of qualifying {entity} among all {entity}",
              "C": f"An average value per {entity}"}, _evidence(brief, ent.metric))
     if "data_source" not in stated:
-        tables = ent.listed_tables
+        tables = ent.listing()
         if len(ent.tables) >= 2:
             question = f"Which of the tables {tables} should the numbers come from?"
             options = {"A": f"Only `{ent.tables[0]}`", "B": f"`{ent.tables[0]}` joined to `{ent.tables[1]}`",
@@ -118,22 +115,23 @@ def analytics_gaps(brief: str) -> tuple[GapCandidate, ...]:
             "In what format should the result be delivered, for example a sorted table, a chart, a CSV file or only "
             "the top rows?",
             {"A": "A table sorted by the main figure", "B": "A chart", "C": "A CSV or Excel file"})
-    if ent.date_columns and len(ent.date_columns) >= 2:
+    if "date_basis" not in stated:
         add("date_basis", "Which date column and time zone define the window is not stated.",
             f"Which date column should define the period, {_code(ent.date_columns, 2)}?",
             {"A": f"`{ent.date_columns[0]}` in UTC", "B": f"`{ent.date_columns[1]}` in UTC",
              "C": f"`{ent.date_columns[0]}` in local time"}, _evidence(brief, ent.date_columns[0]))
-    add("data_quality", "How duplicates and missing values are handled is not stated.",
-        f"How should duplicate or incomplete {rows} be handled?",
-        {"A": "Remove duplicate rows first", "B": "Drop rows with missing values",
-         "C": "No special rules apply to duplicates or missing values"})
+    if "data_quality" not in stated:
+        add("data_quality", "How duplicates and missing values are handled is not stated.",
+            f"How should duplicate or incomplete {rows} be handled?",
+            {"A": "Remove duplicate rows first", "B": "Drop rows with missing values",
+             "C": "No special rules apply to duplicates or missing values"})
     return tuple(sorted(gaps, key=lambda g: g.priority))
 
 
 @lru_cache(maxsize=4096)
 def analytics_facts(brief: str) -> BriefFacts:
-    ent = request_entities(brief)
-    stated = stated_kinds(brief) if brief.strip() else set()
+    ent = read_schema(brief)
+    stated = set(stated_aspects(brief)) if brief.strip() else set()
     grain = _grain(brief)
     return BriefFacts(entities=[f"`{t}`" for t in ent.tables][:6], time_unit=grain,
                       has_objective="metric" in stated, objective_hint="output", has_demand=False,
@@ -143,10 +141,10 @@ def analytics_facts(brief: str) -> BriefFacts:
 
 def analytics_interview(brief: str) -> list[str]:
     """ORPilot's fixed interview for a data request (one sentence each, no colon or full stop inside)."""
-    ent = request_entities(brief)
+    ent = read_schema(brief)
     metric = f"the {ent.metric}" if ent.metric else "the main figure"
-    entity = ent.entity or "records"
-    tables = ent.listed_tables or "the available tables"
+    entity = ent.entity
+    tables = ent.listing() or "the available tables"
     return [
         f"How exactly should {metric} be calculated for this request?",
         f"Which of {tables} should the numbers come from and how should they be joined?",
@@ -172,12 +170,7 @@ class AnalyticsInventory:
     goal_placeholder = "how the figure is defined"
 
     def goal(self, brief: str) -> str:
-        from tasks.orclarify.decompose import segment
-
-        for i, seg in enumerate(segment(brief)):
-            if classify(seg.content, first=i == 0, structured=seg.structured) == "metric":
-                return seg.content.strip()[:200]
-        return ""
+        return stated_aspects(brief).get("metric", "")
 
 
 INVENTORY = AnalyticsInventory()
