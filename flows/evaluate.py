@@ -9,8 +9,9 @@ pass GX gates before the folder is swapped into place.
 
 The domain decides how it is evaluated (``Domain.evaluation`` in ``tasks/domains/api.py``): ``episodes`` plays the
 OR-Clarify loop over its Case records (optimisation, analytics, scaffolded domains), ``questions`` scores question
-sets as in CLARITI (swe). :data:`EVALUATIONS` maps each kind to its prepare and run functions; nothing here names a
-domain.
+sets as in CLARITI (swe). Trained policies are scored on held-out cases only (``tasks/splits.py``): a policy row
+whose evaluated source ids meet its adapter's recorded training ids stops the stage with one line.
+:data:`EVALUATIONS` maps each kind to its prepare and run functions; nothing here names a domain.
 """
 
 from __future__ import annotations
@@ -110,6 +111,9 @@ def prepare_episodes(root, params_path, cfg, domain: str):
                              f"{', '.join(method.protocols)})", field=f"evaluate.{domain}.methods.{i}.protocols")
     cases_path = (root / settings.cases).resolve()
     cases = load_cases(cases_path, case_ids=settings.case_ids, limit=settings.limit)
+    from tasks.evaluation.runs import check_policies
+
+    check_policies(cases, settings)  # before any episode: a trained policy on its own training data stops here
     return root, cfg, settings, cases
 
 
@@ -128,8 +132,9 @@ def evaluate_episodes(domain: str, params: str, out: str | None, runner: str | N
     from tasks.evaluation import metrics as eval_metrics
     from tasks.evaluation.evaluate import play, write_outputs
     from tasks.evaluation.report import publish_report
-    from tasks.evaluation.runs import UnitStore
+    from tasks.evaluation.runs import UnitStore, check_policies
     from tasks.llm.client import default_client
+    from tasks.splits import split_counts
     from tasks.store import atomic_write_json, publish_dir, staged_dir
     from tasks.validation import gate
 
@@ -152,6 +157,7 @@ def evaluate_episodes(domain: str, params: str, out: str | None, runner: str | N
     publish_report(report, key=f"evaluate-{domain}")
     metrics = {"backend": backend_line(cfg.roles), "cases": len(cases), "repeats": settings.repeats,
                "episodes": len(results),
+               "split": {"cases": split_counts(cases), "rows": check_policies(cases, settings)},
                "rows": {row: {k: v for k, v in m.items() if k in HEADLINE} for row, m in summary.items()}}
     atomic_write_json(root / "data" / "metrics" / "stages" / "evaluate" / f"{domain}.json", metrics)
     return {"domain": domain, "episodes": len(results), "played": stats.played, "reused": stats.reused,
@@ -183,6 +189,7 @@ def evaluate_questions(domain: str, params: str, out: str | None, runner: str | 
     publish_report(report, key=f"evaluate-{domain}")
     methods = summary.get("methods", summary)
     metrics = {"backend": backend_line(cfg.roles, SWE_ROLES), "cases": len(inputs.cases),
+               "split": {**summary["split"], "evaluated_source_ids": summary["issues"], "trained": inputs.trained},
                "rows": {name: _swe_headline(m) for name, m in methods.items() if isinstance(m, dict)}}
     atomic_write_json(root / "data" / "metrics" / "stages" / "evaluate" / f"{domain}.json", metrics)
     return {"domain": domain, "episodes": len(inputs.cases) * len(settings.methods),
