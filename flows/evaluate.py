@@ -157,7 +157,9 @@ def evaluate_episodes(domain: str, params: str, out: str | None, runner: str | N
     publish_report(report, key=f"evaluate-{domain}")
     metrics = {"backend": backend_line(cfg.roles), "cases": len(cases), "repeats": settings.repeats,
                "episodes": len(results),
-               "split": {"cases": split_counts(cases), "rows": check_policies(cases, settings)},
+               "split": {"evaluated": "all (policy rows: heldout)", "cases": split_counts(cases),
+                         "policies": {name: row for name, row in check_policies(cases, settings).items()
+                                      if row["split"] == "heldout"}},
                "rows": {row: {k: v for k, v in m.items() if k in HEADLINE} for row, m in summary.items()}}
     atomic_write_json(root / "data" / "metrics" / "stages" / "evaluate" / f"{domain}.json", metrics)
     return {"domain": domain, "episodes": len(results), "played": stats.played, "reused": stats.reused,
@@ -189,7 +191,7 @@ def evaluate_questions(domain: str, params: str, out: str | None, runner: str | 
     publish_report(report, key=f"evaluate-{domain}")
     methods = summary.get("methods", summary)
     metrics = {"backend": backend_line(cfg.roles, SWE_ROLES), "cases": len(inputs.cases),
-               "split": {**summary["split"], "evaluated_source_ids": summary["issues"], "trained": inputs.trained},
+               "split": swe.split_metrics(summary, inputs, settings),
                "rows": {name: _swe_headline(m) for name, m in methods.items() if isinstance(m, dict)}}
     atomic_write_json(root / "data" / "metrics" / "stages" / "evaluate" / f"{domain}.json", metrics)
     return {"domain": domain, "episodes": len(inputs.cases) * len(settings.methods),

@@ -222,3 +222,39 @@ def test_every_construct_section_has_split_keys_with_comments():
         if line.strip().startswith(("heldout_fraction:", "split_seed:", "split: heldout")):
             assert "#" in line, line
     assert json.loads(json.dumps(PARAMS["evaluate"]["swe"]))["split"] == "heldout"
+
+
+def test_swe_summary_report_and_stage_metrics_state_the_split(swe, tmp_path):
+    from tasks.evaluation.swe import SweEvalSettings, evaluate_swe, load_swe_inputs, split_metrics
+    from tasks.evaluation.swe_methods import MethodContext, PolicyOptions, PolicyQuestioner
+    from tasks.reporting.sections import split_line
+    from tasks.roles.config import RolesParams
+    from tests.test_swe_eval import FakePolicy
+
+    cases, _ = swe
+    rows, _ = build_rows(cases, CLARITI_WEIGHTS, RoleConfig())
+    train = [r for r in rows if r.split == "train"]
+    root = project_with_adapters(tmp_path, cases, train)
+    settings = SweEvalSettings.model_validate({"limit": 3, "bootstrap": 50, "methods": [
+        {"name": "no_questions"},
+        {"name": "sft_policy", "method": "policy", "options": {"adapter": "data/models/sft/adapter"}}]})
+    inputs = load_swe_inputs(root, settings)
+    context = MethodContext(roles=RolesParams(), weights=inputs.weights, root=root)
+    policy = PolicyQuestioner("sft_policy", context, PolicyOptions(), loader=FakePolicy)
+    summary = evaluate_swe(inputs.cases, settings, RolesParams(), tmp_path / "out", root=root, inputs=inputs,
+                           methods={"sft_policy": policy})
+    n_train = len({r.instance_id for r in train})
+    assert summary["split"]["evaluated"] == "heldout" and summary["split"]["heldout"]["cases"] == 3
+    assert summary["split"]["train"] == {"cases": 0, "source_ids": 0}
+    assert summary["methods"]["sft_policy"]["trained_on_source_ids"] == n_train
+    assert summary["methods"]["sft_policy"]["training_overlap"] == 0
+    assert "trained_on_source_ids" not in summary["methods"]["no_questions"]
+    report = (tmp_path / "out" / "report.md").read_text()
+    assert f"Split: heldout evaluated (3 heldout cases from {summary['issues']} issues); sft_policy trained on " \
+           f"{n_train} issues (overlap with the evaluated ones: 0)." in report
+    metrics = split_metrics(summary, inputs, settings)
+    assert metrics["policies"]["sft_policy"] == {"split": "heldout", "cases": 3, "source_ids": summary["issues"],
+                                                 "trained_on_source_ids": n_train, "overlap": 0}
+    line = split_line(metrics).text
+    assert line.startswith("Split evaluated: heldout (3 heldout cases from") and f"trained on {n_train}" in line
+    assert "overlap 0" in line

@@ -546,6 +546,14 @@ def report_markdown(summary: dict[str, Any]) -> str:
     return "\n".join(lines + ["", *notes]) + "\n"
 
 
+def split_metrics(summary: dict[str, Any], inputs: SweInputs, settings: SweEvalSettings) -> dict[str, Any]:
+    """The stage metrics' ``split``: the split evaluated, its counts, and each trained policy's training ids."""
+    cases = {k: v for k, v in summary["split"].items() if k != "evaluated"}
+    policies = {name: {"split": settings.split, "cases": summary["cases"], "source_ids": summary["issues"], **row}
+                for name, row in inputs.trained.items()}
+    return {"evaluated": settings.split, "cases": cases, "policies": policies}
+
+
 def _split_line(split: dict[str, Any]) -> str:
     counts = ", ".join(f"{v['cases']} {k} cases from {v['source_ids']} issues" for k, v in split.items()
                        if isinstance(v, dict) and v["cases"])
