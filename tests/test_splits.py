@@ -151,6 +151,8 @@ def test_episode_policy_rows_play_heldout_cases_only_and_stop_on_overlap(swe, tm
     played = check_policies(cases, settings)
     assert played["grpo_policy"]["split"] == "heldout" and played["grpo_policy"]["overlap"] == 0
     assert played["grpo_policy"]["cases"] == len(select(cases, "heldout")) and played["freeqa"]["split"] == "all"
+    with pytest.raises(InputError, match="no held-out case"):  # never a policy row that silently plays nothing
+        check_policies(select(cases, "train"), settings)
 
     leaked = next(c.metadata.source_id for c in cases if c.metadata.split == "heldout")
     planted = project_with_adapters(tmp_path / "planted", cases, [r for r in rows if r.split == "train"],
@@ -258,3 +260,23 @@ def test_swe_summary_report_and_stage_metrics_state_the_split(swe, tmp_path):
     line = split_line(metrics).text
     assert line.startswith("Split evaluated: heldout (3 heldout cases from") and f"trained on {n_train}" in line
     assert "overlap 0" in line
+
+
+def test_sft_publishes_its_training_record_with_the_adapter(swe, tmp_path):
+    from tasks.splits import read_training_sources
+    from tasks.training.prompts import sft_row
+    from tasks.training.trainers import train_sft
+    from tests.test_training import _tiny_llama, _tiny_profile, _tokenizer
+
+    cases, _ = swe
+    rows, _ = build_rows(cases[:12], CLARITI_WEIGHTS, RoleConfig())
+    train = [r for r in rows if r.split == "train"]
+    record = training_record("sft", train)
+    tokenizer = _tokenizer()
+    out = tmp_path / "sft"
+    train_sft(_tiny_llama(tokenizer), tokenizer, [sft_row(r.incomplete_issue, r.completion[0]["content"])
+                                                  for r in train], _tiny_profile(), out,
+              records={TRAINING_SOURCES: record})
+    assert (out / "adapter" / "adapter_config.json").is_file()
+    assert read_training_sources(out / "adapter").model_dump() == record
+    assert not set(record["source_ids"]) & {c.metadata.source_id for c in cases if c.metadata.split == "heldout"}

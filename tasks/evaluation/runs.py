@@ -118,6 +118,12 @@ def check_policies(cases: Sequence[Case], settings: EvalSettings) -> dict[str, d
         played = cases_for(entry, cases)
         row: dict[str, Any] = {"split": "heldout" if is_policy(entry) else "all", "cases": len(played),
                                "source_ids": len({c.metadata.source_id for c in played})}
+        if is_policy(entry) and not played:
+            from tasks.errors import InputError
+
+            raise InputError("params.yaml", f"policy row {entry.name!r} has no held-out case to play (raise "
+                             "construct.<domain>.heldout_fraction or drop evaluate.<domain>.limit / case_ids)",
+                             field="methods")
         if is_policy(entry) and entry.options.get("adapter"):
             row.update(check_no_overlap(entry.name, entry.options["adapter"], {c.metadata.source_id for c in played}))
         rows[entry.name] = row
