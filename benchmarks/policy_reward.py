@@ -1,5 +1,8 @@
 """Staged reward of the base, SFT and GRPO policies on the held-out SFT rows (issues never trained on).
 
+The held-out rows are construct@swe's held-out split (``data/sft/heldout.jsonl`` keeps each case's split); a policy
+whose adapter records one of those issues among its training source ids is refused, as evaluate@swe refuses it.
+
     .venv/bin/python benchmarks/policy_reward.py [--limit 15] [--max-new-tokens 96] [--bootstrap 1000]
 
 Each policy answers every held-out incomplete issue (greedy); the staged reward (params.yaml: reward, local judges
@@ -36,10 +39,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-new-tokens", type=int, default=96)
     parser.add_argument("--bootstrap", type=int, default=1000)
     args = parser.parse_args(argv)
+    from tasks.errors import InputError
     from tasks.params import load_params
     from tasks.rewards.staged import StagedReward
     from tasks.rewards.weights import load_weights
     from tasks.sftdata import SftRow
+    from tasks.splits import check_no_overlap
     from tasks.training.policy import LocalPolicy
     from tasks.training.profiles import get_profile
 
@@ -50,6 +55,9 @@ def main(argv: list[str] | None = None) -> int:
     cfg = load_params(ROOT / "params.yaml")
     profile = get_profile(cfg.training.profile, cfg.training.overrides)
     rows = store.read_jsonl(heldout, SftRow)[: args.limit]
+    if any(r.split != "heldout" for r in rows):
+        print(f"{heldout} holds rows outside the held-out split (rerun dvc repro sft_data)")
+        return 2
     weights_path = ROOT / cfg.sft_data.weights
     staged = StagedReward(cfg.reward_config(), load_weights(weights_path if weights_path.is_file() else None))
     policies = {"base": None, "sft": ROOT / "data/models/sft/adapter", "grpo": ROOT / "data/models/grpo/adapter"}
@@ -59,6 +67,13 @@ def main(argv: list[str] | None = None) -> int:
         if adapter is not None and not adapter.is_dir():
             print(f"skip {name}: {adapter.relative_to(ROOT)} missing")
             continue
+        if adapter is not None:  # a held-out issue among the adapter's training ids stops the benchmark
+            try:
+                trained = check_no_overlap(name, adapter, {r.instance_id for r in rows})
+            except InputError as err:
+                print(f"error: {err}")
+                return 2
+            print(f"{name}: trained on {trained['trained_on_source_ids']} issues, overlap with these rows 0")
         started = time.perf_counter()
         policy = LocalPolicy.from_adapter(profile.model, adapter, dtype=profile.dtype, device=None,
                                           max_new_tokens=args.max_new_tokens)

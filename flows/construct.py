@@ -1,6 +1,8 @@
 """construct@<domain>: turn a domain's sources into benchmark cases, validate them, publish them atomically.
 
 Outputs: ``data/cases/<domain>/`` (cases) and ``data/metrics/stages/construct/<domain>.json`` (DVC metrics).
+Every case records the domain's one train/heldout split of its source id (``construct.<domain>.heldout_fraction``,
+``split_seed``; ``tasks/splits.py``); the metrics count cases and source ids per split.
 The gate runs before anything is published: a failing suite leaves the previous outputs untouched.
 """
 
@@ -43,22 +45,28 @@ def prepare(domain: str, params: str = "params.yaml"):
 
 def construct(domain: str, params: str = "params.yaml", refresh_cache: bool = False) -> dict:
     """The flow body: returns a summary with the number of task bodies executed and served from cache."""
+    from tasks.splits import construct_split, split_frame
     from tasks.store import atomic_write_json, publish_dir, staged_dir
     from tasks.validation import gate
 
     root, dom, cfg, roles = prepare(domain, params)
     started = time.monotonic()
     result = dom.construct(cfg, root, roles=roles, refresh_cache=refresh_cache)
+    # the one train/heldout split of this domain, by source id (after the cached tasks: it never reruns them)
+    result.cases, result.metrics["split"] = construct_split(result.cases, cfg.heldout_fraction, cfg.split_seed)
     out_dir = root / "data" / "cases" / domain
+    results_dir = root / ".cache" / "gx" / "results"
     with staged_dir(out_dir) as staging:
         dom.write(result, staging)
         suite, table = dom.validation_table(result)
-        gate(suite, table, artifact=f"data/cases/{domain}", results_dir=root / ".cache" / "gx" / "results")
+        gate(suite, table, artifact=f"data/cases/{domain}", results_dir=results_dir)
+        gate("case_splits", split_frame(result.cases), artifact=f"data/cases/{domain}", results_dir=results_dir)
         publish_dir(staging, out_dir)
     atomic_write_json(root / "data" / "metrics" / "stages" / "construct" / f"{domain}.json", result.metrics)
     summary = {
         "domain": domain,
         "cases": len(result.cases),
+        "split": result.metrics["split"],
         "seconds": round(time.monotonic() - started, 2),
         **result.stats.model_dump(),
     }
@@ -66,9 +74,12 @@ def construct(domain: str, params: str = "params.yaml", refresh_cache: bool = Fa
 
 
 def describe(summary: dict) -> str:
+    train, heldout = summary["split"]["train"], summary["split"]["heldout"]
     return (
         f"construct@{summary['domain']}: {summary['cases']} cases -> data/cases/{summary['domain']}/cases.jsonl "
-        f"({summary['executed']} task(s) executed, {summary['cached']} from cache, {summary['seconds']} s)"
+        f"({summary['executed']} task(s) executed, {summary['cached']} from cache, {summary['seconds']} s); split: "
+        f"{train['cases']} train / {heldout['cases']} held-out cases from {train['source_ids']} / "
+        f"{heldout['source_ids']} source ids"
     )
 
 

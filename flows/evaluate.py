@@ -11,8 +11,9 @@ episodes and the summary pass GX gates before the folder is swapped into place.
 
 The domain decides how it is evaluated (``Domain.evaluation`` in ``tasks/domains/api.py``): ``episodes`` plays the
 OR-Clarify loop over its Case records (optimisation, analytics, scaffolded domains), ``questions`` scores question
-sets as in CLARITI (swe). :data:`EVALUATIONS` maps each kind to its prepare and run functions; nothing here names a
-domain.
+sets as in CLARITI (swe). Trained policies are scored on held-out cases only (``tasks/splits.py``): a policy row
+whose evaluated source ids meet its adapter's recorded training ids stops the stage with one line.
+:data:`EVALUATIONS` maps each kind to its prepare and run functions; nothing here names a domain.
 """
 
 from __future__ import annotations
@@ -112,6 +113,9 @@ def prepare_episodes(root, params_path, cfg, domain: str):
                              f"{', '.join(method.protocols)})", field=f"evaluate.{domain}.methods.{i}.protocols")
     cases_path = (root / settings.cases).resolve()
     cases = load_cases(cases_path, case_ids=settings.case_ids, limit=settings.limit)
+    from tasks.evaluation.runs import check_policies
+
+    check_policies(cases, settings)  # before any episode: a trained policy on its own training data stops here
     return root, cfg, settings, cases
 
 
@@ -130,8 +134,9 @@ def evaluate_episodes(domain: str, params: str, out: str | None, runner: str | N
     from tasks.evaluation import metrics as eval_metrics
     from tasks.evaluation.evaluate import play, write_outputs
     from tasks.evaluation.report import publish_report
-    from tasks.evaluation.runs import UnitStore
+    from tasks.evaluation.runs import UnitStore, check_policies
     from tasks.llm.client import default_client
+    from tasks.splits import split_counts
     from tasks.store import atomic_write_json, publish_dir, staged_dir
     from tasks.validation import gate
 
@@ -155,6 +160,9 @@ def evaluate_episodes(domain: str, params: str, out: str | None, runner: str | N
     publish_report(report, key=f"evaluate-{domain}")
     metrics = {"backend": backend_line(cfg.roles), "cases": len(cases), "repeats": settings.repeats,
                "episodes": len(results),
+               "split": {"evaluated": "all (policy rows: heldout)", "cases": split_counts(cases),
+                         "policies": {name: row for name, row in check_policies(cases, settings).items()
+                                      if row["split"] == "heldout"}},
                **metric_rows(summary["rows"], summary["reference_rows"], _episode_headline)}
     atomic_write_json(root / "data" / "metrics" / "stages" / "evaluate" / f"{domain}.json", metrics)
     return {"domain": domain, "episodes": len(results), "played": stats.played, "reused": stats.reused,
@@ -203,6 +211,7 @@ def evaluate_questions(domain: str, params: str, out: str | None, runner: str | 
 
     publish_report(report, key=f"evaluate-{domain}")
     metrics = {"backend": backend_line(cfg.roles, SWE_ROLES), "cases": len(inputs.cases),
+               "split": swe.split_metrics(summary, inputs, settings),
                **metric_rows(summary["methods"], summary["reference_methods"], _swe_headline)}
     atomic_write_json(root / "data" / "metrics" / "stages" / "evaluate" / f"{domain}.json", metrics)
     return {"domain": domain, "episodes": len(inputs.cases) * len(settings.methods),

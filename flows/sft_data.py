@@ -1,8 +1,9 @@
 """sft_data: SFT rows (incomplete issue -> numbered questions for what it hides) from the SWE cases.
 
-Writes ``data/sft/{train,heldout}.jsonl`` and ``data/metrics/stages/sft_data.json`` after a GX gate. With
-``sft_data.targets: published`` the workbook's published questions are the target wherever they pass the staged
-reward (GRPO's reward settings and weights), the question writer's elsewhere; the metrics count both.
+Each row keeps its case's split (construct@swe's, by issue id). Writes ``data/sft/{train,heldout}.jsonl`` and
+``data/metrics/stages/sft_data.json`` after a GX gate. With ``sft_data.targets: published`` the workbook's published
+questions are the target wherever they pass the staged reward (GRPO's reward settings and weights), the question
+writer's elsewhere; the metrics count both.
 """
 
 from __future__ import annotations
@@ -33,6 +34,9 @@ def load_inputs(params: str):
     if not path.is_file():
         raise InputError(path, "file not found (run construct@swe first, or set sft_data.cases)")
     cases = read_jsonl(path, Case)
+    from tasks.sftdata import check_splits
+
+    check_splits(cases, path)
     weights, weights_source = load_weights(root / cfg.sft_data.weights)
     published = None
     if cfg.sft_data.targets == "published":
@@ -70,9 +74,7 @@ def sft_data(params: str = "params.yaml") -> dict:
     started = time.monotonic()
     root, cfg, cases, weights, weights_source, published = load_inputs(params)
     choices = published_choices(cfg, cases, weights, published) if published is not None else None
-    rows, failed = build_rows(cases, weights, cfg.roles.question_writer,
-                              heldout_fraction=cfg.sft_data.heldout_fraction, seed=cfg.sft_data.seed,
-                              published=choices)
+    rows, failed = build_rows(cases, weights, cfg.roles.question_writer, published=choices)
     out_dir = root / "data" / "sft"
     with staged_dir(out_dir) as staging:
         for split in ("train", "heldout"):
@@ -80,6 +82,7 @@ def sft_data(params: str = "params.yaml") -> dict:
         gate("sft_rows", validation_frame(rows), artifact="data/sft", results_dir=root / ".cache" / "gx" / "results")
         publish_dir(staging, out_dir)
     splits = Counter(r.split for r in rows)
+    sources = {split: len({r.instance_id for r in rows if r.split == split}) for split in ("train", "heldout")}
     from tasks.roles.config import describe_roles
 
     metrics = {
@@ -88,6 +91,9 @@ def sft_data(params: str = "params.yaml") -> dict:
         "rows": len(rows),
         "train": splits.get("train", 0),
         "heldout": splits.get("heldout", 0),
+        "train_source_ids": sources["train"],
+        "heldout_source_ids": sources["heldout"],
+        "split": "from the cases (construct.swe.heldout_fraction, construct.swe.split_seed)",
         "writer_failures": failed,
         "mean_questions": round(sum(r.n_questions for r in rows) / len(rows), 3) if rows else 0.0,
         "weights_source": weights_source,
@@ -108,7 +114,8 @@ def sft_data(params: str = "params.yaml") -> dict:
 
 
 def describe(summary: dict) -> str:
-    text = (f"sft_data: {summary['rows']} rows ({summary['train']} train, {summary['heldout']} held out; weights: "
+    text = (f"sft_data: {summary['rows']} rows ({summary['train']} train from {summary['train_source_ids']} issues, "
+            f"{summary['heldout']} held out from {summary['heldout_source_ids']}; the cases' split; weights: "
             f"{summary['weights_source']}) -> data/sft/ ({summary['seconds']} s)")
     if pub := summary.get("published_targets"):
         text += (f"; published targets: {pub['kept']} kept, {pub['rejected_reward']} below min_reward, "

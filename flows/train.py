@@ -1,9 +1,11 @@
 """sft / grpo: train the questioner with TRL + LoRA on the SFT rows, GRPO with the staged reward.
 
-``--stage sft`` trains a LoRA adapter on ``data/sft/train.jsonl`` -> ``data/models/sft/``; ``--stage grpo`` merges
-that adapter into the base model and trains a new LoRA adapter with GRPO, one reward function per stage (logged
-as ``rewards/<stage>/mean``) and the gated total as the only one that counts -> ``data/models/grpo/``. Metrics go to
-``data/metrics/stages/{sft,grpo}.json``.
+``--stage sft`` trains a LoRA adapter on ``data/sft/train.jsonl`` (the train split only) -> ``data/models/sft/``;
+``--stage grpo`` merges that adapter into the base model and trains a new LoRA adapter with GRPO, one reward function
+per stage (logged as ``rewards/<stage>/mean``) and the gated total as the only one that counts ->
+``data/models/grpo/``. Metrics go to ``data/metrics/stages/{sft,grpo}.json``. Each output folder also holds
+``training_sources.json``, the issue ids the adapter was trained on (GRPO's: SFT's and its own prompts'), published
+with the adapter; evaluation refuses to score a policy on any of them.
 
 ``--launch`` runs the stage through ``accelerate launch`` with the profile's accelerate config (written to
 ``.cache/accelerate/<stage>.yaml``) when the profile has accelerate settings (``gpu``), else in-process as without
@@ -84,8 +86,13 @@ def prepare(stage: str, params: str):
     if not rows_path.is_file():
         raise InputError(rows_path, "file not found (run the sft_data stage first)")
     rows = read_jsonl(rows_path, SftRow)
-    if stage == "grpo" and not (root / "data" / "models" / "sft" / "adapter").is_dir():
-        raise InputError(root / "data" / "models" / "sft", "no SFT adapter (run the sft stage first)")
+    from tasks.splits import read_training_sources, training_record
+
+    training_record(stage, rows)  # refuses rows outside the train split before anything is trained
+    if stage == "grpo":
+        if not (root / "data" / "models" / "sft" / "adapter").is_dir():
+            raise InputError(root / "data" / "models" / "sft", "no SFT adapter (run the sft stage first)")
+        read_training_sources(root / "data" / "models" / "sft" / "adapter")
     return root, cfg, profile, rows
 
 
@@ -106,12 +113,14 @@ def train(stage: str = "sft", params: str = "params.yaml") -> dict:
     root, cfg, profile, rows = prepare(stage, params)
     out_dir = root / "data" / "models" / stage
     if stage == "sft":
+        from tasks.splits import TRAINING_SOURCES, training_record
         from tasks.training.prompts import sft_row
         from tasks.training.trainers import train_sft
 
+        record = training_record("sft", rows)
         result = train_sft(profile.model, None, [sft_row(r.incomplete_issue, r.completion[0]["content"]) for r in rows],
-                           profile, out_dir)
-        extra = {"rows": len(rows)}
+                           profile, out_dir, records={TRAINING_SOURCES: record})
+        extra = {"rows": len(rows), "split": "train", "train_source_ids": len(record["source_ids"])}
     else:
         result, extra = _grpo(root, cfg, profile, rows, out_dir)
     from tasks.training.launch import is_main_process
@@ -143,19 +152,21 @@ def _grpo(root, cfg, profile, rows, out_dir):
     weights = load_weights(weights_path if weights_path.is_file() else None)
     staged = StagedReward(cfg.reward_config(), weights)
     functions = trl_glue.reward_functions(staged)
-    sft = LocalPolicy.from_adapter(profile.model, root / "data" / "models" / "sft" / "adapter", dtype=profile.dtype,
+    sft_adapter = root / "data" / "models" / "sft" / "adapter"
+    sft = LocalPolicy.from_adapter(profile.model, sft_adapter, dtype=profile.dtype,
                                    device=None, merge=True)  # GRPO continues from the SFT policy, as in CLARITI
     model, tokenizer = sft.model, sft.tokenizer
-    result = train_grpo(model, tokenizer, dataset, functions, profile, out_dir,
-                        reward_weights=trl_glue.reward_weights(functions))
-    from tasks.store import atomic_write_json
-    from tasks.training.launch import is_main_process
+    from tasks.splits import TRAINING_SOURCES, read_training_sources, training_record
     from tasks.training.policy import STACK_FILE
 
-    if is_main_process():
-        # the GRPO adapter sits on the merged SFT policy: LocalPolicy.from_adapter merges SFT first when it reads this
-        atomic_write_json(out_dir / STACK_FILE, {"adapters": ["../sft/adapter"]})
-    return result, {"prompts": len(dataset), "relevance_weights": weights_source(weights_path)[1]}
+    # GRPO's policy has seen SFT's issues too: its record is SFT's source ids and its own prompts'
+    record = training_record("grpo", chosen, inherited=read_training_sources(sft_adapter).source_ids)
+    # the GRPO adapter sits on the merged SFT policy: LocalPolicy.from_adapter merges SFT first when it reads this
+    records = {STACK_FILE: {"adapters": ["../sft/adapter"]}, TRAINING_SOURCES: record}
+    result = train_grpo(model, tokenizer, dataset, functions, profile, out_dir,
+                        reward_weights=trl_glue.reward_weights(functions), records=records)
+    return result, {"prompts": len(dataset), "relevance_weights": weights_source(weights_path)[1], "split": "train",
+                    "train_source_ids": len(record["source_ids"])}
 
 
 def describe(summary: dict) -> str:

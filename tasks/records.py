@@ -73,6 +73,9 @@ class CaseMetadata(Record):
     domain: str
     source_id: str
     seed: int | None = None
+    split: Literal["train", "heldout"] | None = None
+    """Set by construct@<domain> from the source id (tasks/splits.py); None for cases read from elsewhere (published
+    OR-Clarify TOML, workbook rewrites), which no stage trains on."""
 
 
 class Unit(Record):

@@ -1,8 +1,8 @@
 """SFT data from the SWE cases: prompt = the incomplete issue, target = numbered questions for what it hides.
 
 Questions are written by the ``question_writer`` role, one per hidden category, most valuable first (category
-weights from the ``shap`` stage, else CLARITI's published weights). Rows are split into train and held-out by
-instance (a stable hash of the source issue id), so no issue contributes to both.
+weights from the ``shap`` stage, else CLARITI's published weights). Each row keeps the split construct@swe gave its
+case (by source issue id, ``tasks/splits.py``), so no issue contributes to both train and held-out rows.
 
 With published targets (:func:`choose_published`), a case whose source issue has a published question list
 (the CLARITI workbook's GPT-5 questions) gets that list instead, cut to the questions the ``question_classifier``
@@ -12,7 +12,6 @@ only when its staged reward reaches a minimum; every other case keeps the writer
 
 from __future__ import annotations
 
-import hashlib
 import json
 from pathlib import Path
 from typing import Literal
@@ -72,9 +71,12 @@ def load_weights(path: Path) -> tuple[dict[str, float], str]:
     return weights, f"shap stage ({source})"
 
 
-def split_of(instance_id: str, heldout_fraction: float, seed: int) -> str:
-    digest = hashlib.sha256(f"{seed}:{instance_id}".encode()).digest()
-    return "heldout" if int.from_bytes(digest[:8], "big") / 2**64 < heldout_fraction else "train"
+def check_splits(cases: list[Case], path: Path | str) -> None:
+    """Every case must carry the split construct@swe gave it (cases written before the split existed do not)."""
+    for i, case in enumerate(cases, start=1):
+        if case.metadata.split is None:
+            raise InputError(path, "case has no split (rerun construct@swe)", record=f"{i} ({case.case_id})",
+                             field="metadata.split")
 
 
 def load_published(path: Path, column: str) -> dict[str, str]:
@@ -131,14 +133,16 @@ def choose_published(cases: list[Case], published: dict[str, str], weights: dict
     return choices
 
 
-def build_rows(cases: list[Case], weights: dict[str, float], role_cfg, *, heldout_fraction: float, seed: int,
-               client=None, published: dict[str, PublishedChoice] | None = None) -> tuple[list[SftRow], int]:
-    """SFT rows for every case (plus how many cases the question writer failed on). ``published`` (from
-    :func:`choose_published`) gives the cases whose kept published list is the target; the writer does the rest."""
+def build_rows(cases: list[Case], weights: dict[str, float], role_cfg, *, client=None,
+               published: dict[str, PublishedChoice] | None = None) -> tuple[list[SftRow], int]:
+    """SFT rows for every case, each in its case's split (plus how many cases the question writer failed on).
+    ``published`` (from :func:`choose_published`) gives the cases whose kept published list is the target; the
+    writer does the rest."""
     from tasks.roles.base import RoleFailure, run_role
     from tasks.roles.question_writer import SPEC, QuestionWriterInput, numbered
     from tasks.training.prompts import prompt_messages
 
+    check_splits(cases, "cases")
     published = published or {}
     ordered = [sorted(c.hidden_categories, key=lambda cat: (-weights[cat.key], cat.key)) for c in cases]
     kept = {cid: choice for cid, choice in published.items() if choice.kept}
@@ -163,7 +167,7 @@ def build_rows(cases: list[Case], weights: dict[str, float], role_cfg, *, heldou
         completion = [{"role": "assistant", "content": numbered(questions)}]
         rows.append(SftRow(
             case_id=case.case_id, instance_id=case.metadata.source_id,
-            split=split_of(case.metadata.source_id, heldout_fraction, seed),
+            split=case.metadata.split,
             prompt=prompt, completion=completion, messages=prompt + completion,
             incomplete_issue=case.brief.content, full_issue=case.full_text, hints=case.hints,
             hidden_categories=[c.key for c in cats], n_questions=len(questions), target_source=source,

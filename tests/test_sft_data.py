@@ -1,4 +1,5 @@
-"""SFT rows: targets name the hidden categories in weight order; the split is by issue; bad weights fail clearly."""
+"""SFT rows: targets name the hidden categories in weight order; each row keeps its case's split (by issue, made by
+construct@swe); bad weights and cases without a split fail clearly."""
 
 from __future__ import annotations
 
@@ -12,18 +13,21 @@ from tasks.params import SweConstructParams
 from tasks.rewards.weights import CLARITI_WEIGHTS as PAPER_WEIGHTS
 from tasks.roles.config import RoleConfig
 from tasks.roles.question_writer import QuestionWriterInput, entities, local
-from tasks.sftdata import build_rows, load_weights, split_of
+from tasks.sftdata import build_rows, load_weights
+from tasks.splits import assign_splits
 from tests.conftest import ROOT, python
 
 
 @pytest.fixture(scope="module")
 def cases():
     issues = load_samples(ROOT / "data" / "samples" / "swe" / "issues.jsonl")[:8]
-    return [c for issue in issues for c in mask_issue(issue, SweConstructParams(variants_per_issue=2))[0]]
+    cfg = SweConstructParams(variants_per_issue=2)
+    return assign_splits([c for issue in issues for c in mask_issue(issue, cfg)[0]], cfg.heldout_fraction,
+                         cfg.split_seed)
 
 
 def test_targets_follow_the_weights_and_the_hidden_categories(cases):
-    rows, failed = build_rows(cases, PAPER_WEIGHTS, RoleConfig(), heldout_fraction=0.3, seed=0)
+    rows, failed = build_rows(cases, PAPER_WEIGHTS, RoleConfig())
     assert failed == 0 and len(rows) == len(cases)
     for row, case in zip(rows, cases):
         assert row.prompt[-1]["content"] == case.brief.content and row.messages == row.prompt + row.completion
@@ -34,19 +38,32 @@ def test_targets_follow_the_weights_and_the_hidden_categories(cases):
         assert [line.split(".", 1)[0] for line in lines] == [str(n) for n in range(1, row.n_questions + 1)]
         assert all(line.rstrip().endswith("?") for line in lines)
     reversed_weights = {k: -v for k, v in PAPER_WEIGHTS.items()}
-    flipped, _ = build_rows(cases, reversed_weights, RoleConfig(), heldout_fraction=0.3, seed=0)
+    flipped, _ = build_rows(cases, reversed_weights, RoleConfig())
     multi = [(a, b) for a, b in zip(rows, flipped) if len(a.hidden_categories) > 1]
     assert multi and all(a.hidden_categories == b.hidden_categories[::-1] for a, b in multi)
 
 
-def test_split_is_by_issue_and_deterministic(cases):
-    rows, _ = build_rows(cases, PAPER_WEIGHTS, RoleConfig(), heldout_fraction=0.5, seed=3)
+def test_rows_follow_the_case_split_by_issue(cases):
+    from tasks.sftdata import validation_frame
+
+    rows, _ = build_rows(cases, PAPER_WEIGHTS, RoleConfig())
+    assert [r.split for r in rows] == [c.metadata.split for c in cases]
     by_issue: dict[str, set[str]] = {}
     for row in rows:
         by_issue.setdefault(row.instance_id, set()).add(row.split)
     assert all(len(splits) == 1 for splits in by_issue.values())
     assert {s for splits in by_issue.values() for s in splits} == {"train", "heldout"}
-    assert split_of("x", 0.5, 3) == split_of("x", 0.5, 3)
+    assert validation_frame(rows)["split_by_instance"].all()
+    # another split of the same cases moves the rows with it: sft_data makes no split of its own
+    moved, _ = build_rows(assign_splits(cases, 0.5, 3), PAPER_WEIGHTS, RoleConfig())
+    assert [r.split for r in moved] == [c.metadata.split for c in assign_splits(cases, 0.5, 3)]
+    assert [r.split for r in moved] != [r.split for r in rows]
+
+
+def test_cases_without_a_split_are_refused(cases):
+    unsplit = [c.model_copy(update={"metadata": c.metadata.model_copy(update={"split": None})}) for c in cases]
+    with pytest.raises(InputError, match=r"no split .*rerun construct@swe"):
+        build_rows(unsplit, PAPER_WEIGHTS, RoleConfig())
 
 
 def test_question_writer_uses_the_issues_names():
@@ -115,7 +132,8 @@ def _table_case(instance_id: str, hidden: list[str]):
 
     issue = IssueRecord(instance_id=instance_id, repo="acme/tables", text=TABLE_ISSUE, spans=TABLE_SPANS)
     cases, _ = mask_issue(issue, SweConstructParams(variants_per_issue="all"))
-    return next(c for c in cases if sorted(h.key for h in c.hidden_categories) == sorted(hidden))
+    case = next(c for c in cases if sorted(h.key for h in c.hidden_categories) == sorted(hidden))
+    return assign_splits([case], 0.0, 0)[0]  # every case in train
 
 
 def _workbook(path, rows: dict[str, str]):
@@ -158,7 +176,7 @@ def test_published_lists_are_kept_when_they_pass_the_reward(tmp_path):
     assert not dup.kept and dup.reward is not None and dup.reward < 0.5  # near-duplicates fail diversity
     assert not irrelevant.kept and irrelevant.reward is None and irrelevant.questions == []
 
-    rows, failed = build_rows(cases, PAPER_WEIGHTS, RoleConfig(), heldout_fraction=0.0, seed=0, published=choices)
+    rows, failed = build_rows(cases, PAPER_WEIGHTS, RoleConfig(), published=choices)
     assert failed == 0 and len(rows) == 4
     by_id = {r.instance_id: r for r in rows}
     kept_row = by_id["acme__tables-p01"]
@@ -181,7 +199,7 @@ def test_published_lists_are_kept_when_they_pass_the_reward(tmp_path):
 def test_rows_written_before_target_source_still_validate(cases):
     from tasks.sftdata import SftRow
 
-    rows, _ = build_rows(cases[:2], PAPER_WEIGHTS, RoleConfig(), heldout_fraction=0.3, seed=0)
+    rows, _ = build_rows(cases[:2], PAPER_WEIGHTS, RoleConfig())
     old = rows[0].model_dump(exclude={"target_source", "target_categories", "published_reward"})
     restored = SftRow.model_validate(old)
     assert restored.target_source == "writer" and restored.published_reward is None
@@ -201,7 +219,8 @@ def test_published_gpt5_targets_on_the_clariti_workbook(tmp_path, monkeypatch):
 
     workbook = SHARED / "data" / "clariti" / "data.xlsx"
     issues = [i for i in load_clariti(workbook) if i.spans][:8]
-    cases = [c for i in issues for c in mask_issue(i, SweConstructParams(source="clariti"))[0]]
+    cfg = SweConstructParams(source="clariti")
+    cases = assign_splits([c for i in issues for c in mask_issue(i, cfg)[0]], cfg.heldout_fraction, cfg.split_seed)
     (tmp_path / "data" / "cases" / "swe").mkdir(parents=True)
     (tmp_path / "data" / "cases" / "swe" / "cases.jsonl").write_text(jsonl_text(cases))
     (tmp_path / "dvc.yaml").write_text("stages: {}\n")

@@ -26,7 +26,7 @@ from tasks.categories import Category
 from tasks.domains import ConstructResult
 from tasks.domains.api import Eligibility, JudgeHints, Severity, Taxonomy
 from tasks.errors import InputError
-from tasks.params import SweConstructParams, section
+from tasks.params import SPLIT_KEYS, SweConstructParams, section
 from tasks.records import Brief, Case, CaseMetadata, HiddenSlot, IssueRecord, SpanAnnotation, Unit
 from tasks.roles.config import RolesParams, describe_roles
 
@@ -442,7 +442,7 @@ class SweDomain:
             annotate_task = annotate_task.with_options(refresh_cache=True)
             mask_task = mask_task.with_options(refresh_cache=True)
         stats = RunStats()
-        cfg_json = cfg.model_dump(mode="json")
+        cfg_json = cfg.model_dump(mode="json", exclude=SPLIT_KEYS)  # the split is made after the cached tasks
         load_state = load_task(source_path(cfg, root), cfg_json, str(root), return_state=True)
         stats.add_state(load_state)
         issues = load_state.result()

@@ -32,13 +32,13 @@ from tasks.caching import RunStats
 from tasks.domains import ConstructResult
 from tasks.domains.api import Eligibility, Evaluation, JudgeHints, Severity, Taxonomy
 from tasks.errors import InputError
-from tasks.params import Section, section
+from tasks.params import SPLIT_KEYS, SplitParams, section
 from tasks.records import SAFE_ID, Brief, Case, CaseMetadata, HiddenSlot, Unit
 
 SEVERITIES = ("P0", "P1", "P2")
 
 
-class UnitConstructParams(Section):
+class UnitConstructParams(SplitParams):
     """``params.yaml: construct.<name>`` of a unit domain."""
 
     source: Literal["samples"] = "samples"
@@ -379,7 +379,7 @@ class UnitDomain:
             build_task = build_task.with_options(refresh_cache=True)
         roles = roles or RolesParams()
         stats = RunStats()
-        cfg_json = cfg.model_dump(mode="json")
+        cfg_json = cfg.model_dump(mode="json", exclude=SPLIT_KEYS)  # the split is made after the cached tasks
         roles_json = {name: roles.get(name).model_dump(mode="json") for name in self.roles_used}
         load_state = load_task(self.name, self.source_path(cfg, root), cfg_json, str(root), return_state=True)
         stats.add_state(load_state)

@@ -21,6 +21,7 @@ from tasks.evaluation.runs import (
     Unit,
     UnitResult,
     UnitStore,
+    check_policies,
     code_version,
     execute,
     plan_units,
@@ -85,6 +86,7 @@ def play(cases: Sequence[Case], settings: EvalSettings, roles: RolesParams, stor
 
     by_id = {c.case_id: c for c in cases}
     entries = {e.name: e for e in settings.methods}
+    check_policies(cases, settings)  # a trained policy never plays a source id it was trained on
     units = list(units) if units is not None else plan_units(cases, settings)
     runner = runner or settings.task_runner
     code = f"{code_version()}:{domains_code_version()}"  # the domains' gap inventories and hints shape the episodes
@@ -111,6 +113,7 @@ def write_outputs(out: Path, results: Sequence[UnitResult], cases: Sequence[Case
     from tasks.evaluation.judge import judge_input_markdown
     from tasks.evaluation.runs import write_run_dir
     from tasks.roles.config import describe_roles
+    from tasks.splits import split_counts
     from tasks.store import atomic_write_json, atomic_write_text
 
     by_id = {c.case_id: c for c in cases}
@@ -122,11 +125,15 @@ def write_outputs(out: Path, results: Sequence[UnitResult], cases: Sequence[Case
     episodes = [r.episode for r in results]
     judgements = [r.judge for r in results]
     groups = metrics.summarise(episodes, judgements, by_id, n_resamples=settings.bootstrap, seed=settings.seed)
+    played = check_policies(cases, settings)
+    for key, row in groups.items():  # which split each row played, and a trained policy's training ids
+        row.update(split_fields(played[key.split("::", 1)[1]]))
     summary = metrics.ranked_summary(groups, {m.name: reference_of(m.kind) for m in settings.methods})
     curves = metrics.recovery_curves(episodes, judgements, by_id, n_resamples=settings.bootstrap, seed=settings.seed)
     run_config = {
         "cases": source,
         "case_count": len(cases),
+        "split": {"cases": split_counts(cases), "rows": played},
         "repeats": settings.repeats,
         "max_turns": settings.max_turns,
         "seed": settings.seed,
@@ -140,3 +147,12 @@ def write_outputs(out: Path, results: Sequence[UnitResult], cases: Sequence[Case
     markdown = report.report_markdown(summary, run_config, describe_roles(roles))
     atomic_write_text(out / "report.md", markdown)
     return summary
+
+
+def split_fields(row: dict[str, Any]) -> dict[str, Any]:
+    """A summary row's split entries: ``Split``, ``Cases``, ``SourceIds``; trained policies add
+    ``TrainedOnSourceIds`` and ``TrainingOverlap`` (always 0: the stage stops otherwise)."""
+    fields = {"Split": row["split"], "Cases": row["cases"], "SourceIds": row["source_ids"]}
+    if "trained_on_source_ids" in row:
+        fields.update(TrainedOnSourceIds=row["trained_on_source_ids"], TrainingOverlap=row["overlap"])
+    return fields

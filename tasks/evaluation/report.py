@@ -70,6 +70,19 @@ def _settings_lines(settings: Mapping[str, Any]) -> list[str]:
     return lines
 
 
+def _split_lines(split: Mapping[str, Any] | None) -> list[str]:
+    """Which split each row played (policy rows: held out only) and what each trained policy was trained on."""
+    if not split:
+        return []
+    counts = ", ".join(f"{v['cases']} {k} ({v['source_ids']} source ids)" for k, v in split["cases"].items())
+    lines = [f"- Cases by split: {counts}; policy rows play the held-out cases (and cases without a split) only"]
+    for name, row in split["rows"].items():
+        if "trained_on_source_ids" in row:
+            lines.append(f"- `{name}`: {row['cases']} {row['split']} cases from {row['source_ids']} source ids; "
+                         f"trained on {row['trained_on_source_ids']} source ids, overlap {row['overlap']}")
+    return lines
+
+
 def _roles_lines(roles: Mapping[str, Mapping[str, Any]]) -> list[str]:
     rows = []
     for name, info in roles.items():
@@ -180,6 +193,7 @@ def report_markdown(summary: Mapping[str, Mapping[str, Any]], settings: Mapping[
     ``reference_rows`` follow in their own block."""
     lines = [TITLE, "", "## Run settings", ""]
     lines += _settings_lines(settings)
+    lines += _split_lines(settings.get("split"))
     lines += ["", "Every number below was produced by these role backends:", ""]
     lines += _roles_lines(roles_description)
     if any_local(roles_description):

@@ -100,12 +100,47 @@ class UnitResult(BaseModel):
     judge: JudgeResult
 
 
+def is_policy(entry: MethodEntry) -> bool:
+    return entry.kind == "policy"
+
+
+def cases_for(entry: MethodEntry, cases: Sequence[Case]) -> list[Case]:
+    """The cases ``entry`` plays: a policy row only held-out cases (or cases with no split), every other row all."""
+    from tasks.splits import select
+
+    return select(cases, "heldout") if is_policy(entry) else list(cases)
+
+
+def check_policies(cases: Sequence[Case], settings: EvalSettings) -> dict[str, dict[str, Any]]:
+    """Per method row: the split it plays and its case / source-id counts; trained policies (an ``adapter``) also
+    the source ids they were trained on and the overlap, which must be 0 (else ``InputError`` naming the record)."""
+    from tasks.splits import check_no_overlap
+
+    rows: dict[str, dict[str, Any]] = {}
+    for entry in settings.methods:
+        played = cases_for(entry, cases)
+        row: dict[str, Any] = {"split": "heldout" if is_policy(entry) else "all", "cases": len(played),
+                               "source_ids": len({c.metadata.source_id for c in played})}
+        if is_policy(entry) and not played:
+            from tasks.errors import InputError
+
+            raise InputError("params.yaml", f"policy row {entry.name!r} has no held-out case to play (raise "
+                             "construct.<domain>.heldout_fraction or drop evaluate.<domain>.limit / case_ids)",
+                             field="methods")
+        if is_policy(entry) and entry.options.get("adapter"):
+            row.update(check_no_overlap(entry.name, entry.options["adapter"], {c.metadata.source_id for c in played}))
+        rows[entry.name] = row
+    return rows
+
+
 def plan_units(cases: Sequence[Case], settings: EvalSettings) -> list[Unit]:
-    """Every unit in a fixed order: method, protocol, repeat, case (the order of the report's rows)."""
+    """Every unit in a fixed order: method, protocol, repeat, case (the order of the report's rows). Policy rows
+    play the held-out cases only (:func:`cases_for`)."""
     from tasks.clarifiers.base import get_method
 
     units: list[Unit] = []
     for entry in settings.methods:
+        played = cases_for(entry, cases)
         method = get_method(entry.name, entry.kind, entry.options)
         protocols = entry.protocols or list(method.protocols)
         for protocol in protocols:
@@ -114,7 +149,7 @@ def plan_units(cases: Sequence[Case], settings: EvalSettings) -> list[Unit]:
                                  f"(supports: {', '.join(method.protocols)})")
         for protocol in [p for p in PROTOCOLS if p in protocols]:
             for repeat in range(1, settings.repeats + 1):
-                units += [Unit(case_id=c.case_id, method=entry.name, protocol=protocol, repeat=repeat) for c in cases]
+                units += [Unit(case_id=c.case_id, method=entry.name, protocol=protocol, repeat=repeat) for c in played]
     return units
 
 
@@ -134,7 +169,7 @@ def code_version() -> str:
 def unit_key(unit: Unit, case: Case, entry: MethodEntry, settings: EvalSettings, roles: BaseModel, code: str) -> str:
     material = {
         "unit": unit.model_dump(),
-        "case": case.model_dump(mode="json"),
+        "case": case.model_dump(mode="json", exclude={"metadata": {"split"}}),  # the split never changes a result
         "method": entry.model_dump(mode="json"),
         "seed": settings.seed,
         "max_turns": settings.max_turns,

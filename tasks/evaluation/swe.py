@@ -38,6 +38,7 @@ from tasks.evaluation.swe_workbook import PUBLISHED_COLUMNS
 from tasks.records import SAFE_ID, Case
 from tasks.rewards.config import RewardConfig
 from tasks.roles.config import RolesParams
+from tasks.splits import EvalSplit
 
 WHERE = "params.yaml"
 SECTION = "evaluate.swe"
@@ -96,6 +97,9 @@ class SweEvalSettings(BaseModel):
     """``cases``: the JSONL written by construct@swe; ``workbook_rewrite3``: the CLARITI workbook's own rewrite-3
     variants (the text its published question sets were written for)."""
     case_ids: list[str] | None = None
+    split: EvalSplit = "heldout"
+    """The cases evaluated (construct@swe's split by issue; cases without one count as held out). A trained policy
+    is never scored on an issue its adapter was trained on: the stage stops instead."""
     limit: int | None = Field(default=None, ge=1)
     seed: int = 0
     bootstrap: int = Field(default=2000, ge=10)
@@ -139,6 +143,8 @@ class SweInputs:
     """Method -> ``swe_bridge.Measured``."""
     case_notes: dict[str, int] = field(default_factory=dict)
     case_source: str = ""
+    trained: dict[str, dict[str, int]] = field(default_factory=dict)
+    """Trained policy method -> its training source ids and their overlap with the evaluated ones (always 0)."""
 
 
 def _path(root: Path, value: str) -> Path:
@@ -170,17 +176,21 @@ def _load_cases(root: Path, settings: SweEvalSettings) -> tuple[list[Case], dict
                 raise InputError(path, f"duplicate case id {case.case_id!r}", record=i, field="metadata.case_id")
             seen.add(case.case_id)
         cases = sorted(cases, key=lambda c: c.case_id)
+    from tasks.splits import select
+
+    cases = select(cases, settings.split)
     if settings.case_ids is not None:
         known = {c.case_id for c in cases}
         unknown = [cid for cid in settings.case_ids if cid not in known]
         if unknown:
-            raise InputError(WHERE, f"unknown case id {unknown[0]!r}", field=f"{SECTION}.case_ids")
+            raise InputError(WHERE, f"unknown case id {unknown[0]!r} (in split {settings.split!r})",
+                             field=f"{SECTION}.case_ids")
         wanted = set(settings.case_ids)
         cases = [c for c in cases if c.case_id in wanted]
     if settings.limit:
         cases = cases[: settings.limit]
     if not cases:
-        raise InputError(WHERE, "no cases to evaluate", field=f"{SECTION}.cases")
+        raise InputError(WHERE, f"no cases to evaluate in split {settings.split!r}", field=f"{SECTION}.cases")
     return cases, notes, source
 
 
@@ -244,7 +254,22 @@ def load_swe_inputs(root: Path, settings: SweEvalSettings) -> SweInputs:
         parts.append(part)
     return SweInputs(cases=cases, weights=weights, weights_source=weights_source, surrogate=surrogate,
                      surrogate_note=note, published=published, columns=columns, meta=meta,
-                     measured=merge_measured(parts), case_notes=notes, case_source=source)
+                     measured=merge_measured(parts), case_notes=notes, case_source=source,
+                     trained=check_trained_policies(root, settings, cases))
+
+
+def check_trained_policies(root: Path, settings: SweEvalSettings, cases: Sequence[Case]) -> dict[str, dict]:
+    """Per policy method with an adapter: its training source ids and the overlap with ``cases`` (raises
+    ``InputError`` naming the adapter's record when any evaluated issue was trained on)."""
+    from tasks.evaluation.swe_methods import parse_options
+    from tasks.splits import check_no_overlap
+
+    evaluated = {c.metadata.source_id for c in cases}
+    trained = {}
+    for entry in settings.methods:
+        if entry.kind == "policy" and (adapter := parse_options(entry.kind, entry.options).adapter) is not None:
+            trained[entry.name] = check_no_overlap(entry.name, _path(Path(root), adapter), evaluated)
+    return trained
 
 
 # ---- running -------------------------------------------------------------------------------------------------
@@ -341,6 +366,9 @@ def summarise(cases: Sequence[Case], units_by_method: dict[str, list], settings:
                   "skipped_cases": sum(skipped.values())})
         if entry.kind == "published":
             m["column"] = inputs.columns[entry.name]
+        if entry.name in inputs.trained:
+            m["trained_on_source_ids"] = inputs.trained[entry.name]["trained_on_source_ids"]
+            m["training_overlap"] = inputs.trained[entry.name]["overlap"]
         m["predicted_resolution_label"] = LABEL if inputs.surrogate is not None else inputs.surrogate_note
         measured = inputs.measured.get(entry.name)
         if measured is not None:
@@ -375,12 +403,15 @@ def summarise(cases: Sequence[Case], units_by_method: dict[str, list], settings:
         full = _predictions(inputs.surrogate, [{c.key for c in case.present_categories} for case in cases], fixed)
         reference = {"incomplete_issue": sum(visible) / len(visible), "full_issue": sum(full) / len(full)}
     described = describe_roles(roles)
+    from tasks.splits import split_counts
+
     references = {e.name: reference_of(e.kind) for e in settings.methods}
     reference_methods = {name: {**methods.pop(name), "reference": ref.model_dump()}
                          for name, ref in references.items() if ref is not None}
     summary = {
         "cases": len(cases),
         "issues": len({c.metadata.source_id for c in cases}),
+        "split": {"evaluated": settings.split, **split_counts(cases)},
         "case_source": inputs.case_source,
         "case_notes": inputs.case_notes,
         "methods": methods,
@@ -421,6 +452,7 @@ def evaluate_swe(cases: Sequence[Case], settings: SweEvalSettings, roles: RolesP
     reward = reward or RewardConfig()
     inputs = inputs or load_swe_inputs(root, settings)
     cases = sorted(cases, key=lambda c: c.case_id)
+    inputs.trained = check_trained_policies(root, settings, cases)  # the cases given here, not only the loaded ones
     units, stats = run_units(cases, settings, roles, inputs, root=root, reward=reward, client=client,
                              progress=progress, methods=methods)
     summary, rows = summarise(cases, units, settings, roles, inputs, reward)
@@ -488,8 +520,9 @@ def report_markdown(summary: dict[str, Any]) -> str:
     methods = summary["methods"]
     reference = summary["reference_methods"]
     lines = ["## SWE clarification (evaluate@swe)", "",
-             (f"{summary['cases']} cases from {summary['issues']} issues ({summary['case_source']}). Values are "
-              "means with 95% percentile-bootstrap intervals over issues."), "",
+             (f"{summary['cases']} cases from {summary['issues']} issues ({summary['case_source']}, split "
+              f"{summary['split']['evaluated']}). Values are means with 95% percentile-bootstrap intervals over "
+              "issues."), "",
              SWE_HEADER, "|---|---|---|---|---|---|---|---|---|---|---|"]
     lines += [_line(_method_cells(name, methods[name])) for name in order]
     if summary["reference_order"]:
@@ -518,7 +551,10 @@ def report_markdown(summary: dict[str, Any]) -> str:
         for name, m in every.items():
             if m.get("cases"):
                 lines.append(f"| {name} | " + " | ".join(_fmt(m[s]) for s in stages) + " |")
-    notes = [f"- Category weights: {summary['weights']['source']}.",
+    trained = [f"{n} trained on {methods[n]['trained_on_source_ids']} issues (overlap with the evaluated ones: "
+               f"{methods[n]['training_overlap']})" for n in order if "trained_on_source_ids" in methods[n]]
+    notes = [f"- Split: {_split_line(summary['split'])}" + (f"; {'; '.join(trained)}." if trained else "."),
+             f"- Category weights: {summary['weights']['source']}.",
              f"- Resolution: {summary['surrogate'].get('label')}" + (
                  f" (model trained on {summary['surrogate']['trained_on']}; reference: incomplete issue "
                  f"{_fmt(summary['surrogate']['reference'].get('incomplete_issue'), pct=True)}, full issue "
@@ -539,6 +575,20 @@ def report_markdown(summary: dict[str, Any]) -> str:
                          for name, d in summary["roles"].items())
     notes.append(f"- Roles: {backends}.")
     return "\n".join(lines + ["", *notes]) + "\n"
+
+
+def split_metrics(summary: dict[str, Any], inputs: SweInputs, settings: SweEvalSettings) -> dict[str, Any]:
+    """The stage metrics' ``split``: the split evaluated, its counts, and each trained policy's training ids."""
+    cases = {k: v for k, v in summary["split"].items() if k != "evaluated"}
+    policies = {name: {"split": settings.split, "cases": summary["cases"], "source_ids": summary["issues"], **row}
+                for name, row in inputs.trained.items()}
+    return {"evaluated": settings.split, "cases": cases, "policies": policies}
+
+
+def _split_line(split: dict[str, Any]) -> str:
+    counts = ", ".join(f"{v['cases']} {k} cases from {v['source_ids']} issues" for k, v in split.items()
+                       if isinstance(v, dict) and v["cases"])
+    return f"{split['evaluated']} evaluated ({counts or 'no cases'})"
 
 
 def summary_frame(summary: dict[str, Any]):

@@ -109,7 +109,7 @@ def code_version() -> str:
 def unit_key(*, case: Case, method: str, fingerprint: dict, case_input: Any, roles: RolesParams,
              reward: RewardConfig, weights: dict[str, float], code: str) -> str:
     material = {
-        "case": case.model_dump(mode="json"),
+        "case": case.model_dump(mode="json", exclude={"metadata": {"split"}}),  # the split never changes a result
         "method": method,
         "fingerprint": fingerprint,
         "case_input": case_input,

@@ -331,6 +331,8 @@ def eval_section(inputs: ReportInputs, used: set[str], domain: str) -> Section:
                                f"(run `dvc repro {stage}`)", stage=stage)
     summary = inputs.json(f"{base}/summary.json") or {}
     extra: list[Block] = []
+    if line := split_line((data or {}).get("split")):
+        extra.append(line)
     if config := inputs.json(f"{base}/run_config.json"):
         extra.append(_run_settings(config))
     ranked, reference = method_rows(data or {}, summary)
@@ -378,6 +380,20 @@ def _summary_row(summary: dict[str, Any], name: str) -> dict[str, Any]:
             return summary[key][name]
     value = summary.get(name)
     return value if isinstance(value, dict) else {}
+
+
+def split_line(split: Any) -> Text | None:
+    """Which split was evaluated, its cases and source ids, and what each trained policy was trained on."""
+    if not isinstance(split, dict) or not isinstance(split.get("cases"), dict):
+        return None
+    counts = ", ".join(f"{v.get('cases', 0)} {k} cases from {v.get('source_ids', 0)} source ids"
+                       for k, v in split["cases"].items() if isinstance(v, dict) and v.get("cases"))
+    parts = [f"Split evaluated: {split.get('evaluated', 'unspecified')} ({counts or 'no cases'})."]
+    for name, row in (split.get("policies") or {}).items():
+        if isinstance(row, dict) and "trained_on_source_ids" in row:
+            parts.append(f"{name}: {row.get('cases')} {row.get('split')} cases from {row.get('source_ids')} source "
+                         f"ids; trained on {row['trained_on_source_ids']} source ids, overlap {row.get('overlap')}.")
+    return Text(" ".join(parts))
 
 
 def _run_settings(config: dict[str, Any]) -> Table:

@@ -218,6 +218,7 @@ def _state(trainer: Any) -> dict[str, Any]:
 def _finish(
     trainer: Any, tokenizer: Any, staging: Path, out_dir: Path, *, kind: str, model: Any, label: str,
     profile: TrainProfile, n_rows: int, seconds: float, reward_names: list[str], weights: list[float],
+    records: Mapping[str, Any] | None = None,
 ) -> TrainResult:
     history = artifacts.clean_log_history(trainer.state.log_history)
     steps = int(trainer.state.global_step)
@@ -225,6 +226,8 @@ def _finish(
     if main:
         _save_adapter(trainer, tokenizer, staging / artifacts.ADAPTER_DIR, _model_source(model), label)
         artifacts.write_logs(staging, _state(trainer), history, seconds)
+        for name, record in (records or {}).items():  # published with the adapter, never without it
+            atomic_write_json(staging / name, record)
     plots = artifacts.write_plots(staging, history, reward_names) if main else []
     final_rewards = {n: v for n in reward_names if (v := artifacts.last(history, f"rewards/{n}/mean")) is not None}
     if reward_names and (total := artifacts.last(history, "reward")) is not None:
@@ -250,8 +253,11 @@ def train_sft(
     dataset_rows: Sequence[Mapping[str, Any]],
     profile: TrainProfile | str | None = None,
     out_dir: Path | str = "sft",
+    records: Mapping[str, Any] | None = None,
 ) -> TrainResult:
     """LoRA SFT on conversational (``messages``) or prompt/completion rows; publishes ``out_dir`` atomically.
+
+    ``records``: file name -> JSON written into ``out_dir`` with the adapter (e.g. the training source ids).
 
     ``model_path_or_model``: a hub name, a folder, ``"smollm2-135m-instruct"`` or a built model (wrapped in place).
     """
@@ -277,7 +283,8 @@ def train_sft(
                              processing_class=tokenizer, peft_config=_lora_config(profile))
         seconds = _run(trainer)
         result = _finish(trainer, tokenizer, staging, out_dir, kind="sft", model=model_path_or_model, label=label,
-                         profile=profile, n_rows=len(rows), seconds=seconds, reward_names=[], weights=[])
+                         profile=profile, n_rows=len(rows), seconds=seconds, reward_names=[], weights=[],
+                         records=records)
         if is_main_process():
             publish_dir(staging, out_dir)
     return result
@@ -291,6 +298,7 @@ def train_grpo(
     profile: TrainProfile | str | None = None,
     out_dir: Path | str = "grpo",
     reward_weights: Mapping[str, float] | Sequence[float] | None = None,
+    records: Mapping[str, Any] | None = None,
 ) -> TrainResult:
     """LoRA GRPO; every reward function is logged as ``rewards/<__name__>/mean``.
 
@@ -298,7 +306,7 @@ def train_grpo(
     lists aligned with the completions: ``f(prompts=, completions=, completion_ids=, **columns, trainer_state=,
     log_extra=, log_metric=)`` must return one float (or ``None``) per completion. ``reward_weights`` (else the
     profile's) sets each function's share of the advantage, e.g. 0 for the per-stage rewards and 1 for the gated
-    total: zero-weight functions are still computed and logged.
+    total: zero-weight functions are still computed and logged. ``records`` as for :func:`train_sft`.
     """
     profile, out_dir = _profile(profile), Path(out_dir)
     rows = check_grpo_rows(dataset_rows)
@@ -333,7 +341,8 @@ def train_grpo(
                               processing_class=tokenizer, peft_config=_lora_config(profile))
         seconds = _run(trainer)
         result = _finish(trainer, tokenizer, staging, out_dir, kind="grpo", model=model_path_or_model, label=label,
-                         profile=profile, n_rows=len(rows), seconds=seconds, reward_names=names, weights=weights)
+                         profile=profile, n_rows=len(rows), seconds=seconds, reward_names=names, weights=weights,
+                         records=records)
         if is_main_process():
             publish_dir(staging, out_dir)
     return result

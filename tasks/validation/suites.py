@@ -35,6 +35,17 @@ def _swe_cases(E: Any, options: dict[str, Any]) -> list:
     ]
 
 
+def _case_splits(E: Any, options: dict[str, Any]) -> list:
+    """Every case's train/heldout split (tasks.splits.split_frame): set, and one per source id."""
+    return [
+        E.ExpectTableRowCountToBeBetween(min_value=1),
+        E.ExpectColumnValuesToBeUnique(column="case_id"),
+        E.ExpectColumnValuesToBeInSet(column="split", value_set=["train", "heldout"]),
+        E.ExpectColumnValuesToNotBeNull(column="split"),
+        E.ExpectColumnValuesToBeInSet(column="one_split_per_source", value_set=[True]),
+    ]
+
+
 def _shap_runs(E: Any, options: dict[str, Any]) -> list:
     from tasks.infovalue.runs import empty_table, gx_expectation_objects, runs_table_for_gx
 
@@ -175,6 +186,7 @@ def _inside_ci(E: Any, names: Sequence[str]) -> list:
 
 SUITES: dict[str, Callable[[Any, dict[str, Any]], list]] = {
     "swe_cases": _swe_cases,
+    "case_splits": _case_splits,
     "optimization_cases": _unit_cases,
     # any unit domain (tasks/domains/units.py: analytics, scaffolded domains): the same case-level checks
     "unit_cases": _unit_cases,
