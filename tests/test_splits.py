@@ -250,7 +250,7 @@ def test_swe_summary_report_and_stage_metrics_state_the_split(swe, tmp_path):
     assert summary["split"]["train"] == {"cases": 0, "source_ids": 0}
     assert summary["methods"]["sft_policy"]["trained_on_source_ids"] == n_train
     assert summary["methods"]["sft_policy"]["training_overlap"] == 0
-    assert "trained_on_source_ids" not in summary["methods"]["no_questions"]
+    assert "trained_on_source_ids" not in summary["reference_methods"]["no_questions"]  # a bound: a reference row
     report = (tmp_path / "out" / "report.md").read_text()
     assert f"Split: heldout evaluated (3 heldout cases from {summary['issues']} issues); sft_policy trained on " \
            f"{n_train} issues (overlap with the evaluated ones: 0)." in report
