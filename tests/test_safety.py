@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import shutil
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import ClassVar
 
 import pytest
@@ -162,3 +164,66 @@ def test_an_evaluation_with_a_key_echoing_provider_stores_no_key(project, echo_s
         assert (project / folder).is_dir(), folder
         assert _files_holding(project / folder, FAKE_KEY.encode()) == [], folder
     assert _files_holding(project / ".cache", b"[REDACTED]"), "the judge failure was not stored"
+
+
+# ---- cached task results load as plain JSON only -------------------------------------------------------------------
+
+
+class _Payload:
+    """Unpickling this creates ``path``: proof that the stored result was unpickled."""
+
+    def __init__(self, path: str):
+        self.path = path
+
+    def __reduce__(self):
+        return open, (self.path, "w")
+
+
+_CALLS: list[str] = []
+
+
+def _doubled(token: str) -> dict:
+    _CALLS.append(token)
+    return {"token": token, "doubled": token * 2}
+
+
+def _result_file(token: str) -> Path:
+    storage = Path(os.environ["PREFECT_LOCAL_STORAGE_PATH"])
+    (found,) = [p for p in storage.iterdir() if p.is_file() and token.encode() in p.read_bytes()]
+    return found
+
+
+@pytest.mark.parametrize("layout", ["record", "legacy_blob"])
+def test_a_cached_result_switched_to_pickle_is_never_unpickled(prefect_api, tmp_path, capfd, caplog, layout):
+    import base64
+    import pickle
+    import uuid
+
+    from prefect import flow
+
+    from tasks import caching
+
+    token = uuid.uuid4().hex
+    cached = caching.cached_task("safety-doubled", modules=[caching])(_doubled)
+    run = flow(name="safety-doubled")(lambda: cached(token))
+    assert run() == {"token": token, "doubled": token * 2} and _CALLS.count(token) == 1
+    assert run() == {"token": token, "doubled": token * 2} and _CALLS.count(token) == 1  # served from the JSON cache
+
+    marker = tmp_path / "unpickled"
+    path = _result_file(token)
+    record = json.loads(path.read_text())
+    pickled = base64.encodebytes(pickle.dumps(_Payload(str(marker)))).decode()
+    serializer = {"type": "pickle", "picklelib": "pickle"}
+    if layout == "record":
+        record["metadata"]["serializer"] = serializer
+        record["result"] = pickled
+    else:  # the pre-3.0 PersistedResultBlob shape Prefect still accepts
+        record = {"serializer": serializer, "data": pickled, "prefect_version": "2.20.0"}
+    path.write_text(json.dumps(record))
+
+    assert run() == {"token": token, "doubled": token * 2}
+    assert not marker.exists(), "a tampered cache file was unpickled"
+    assert _CALLS.count(token) == 2, "the tampered result must be recomputed"
+    logged = capfd.readouterr().err + caplog.text  # Prefect's console handler or the root logger, by test order
+    assert f"ignored cached task result {path}: serializer 'pickle' is not plain JSON; recomputing" in logged
+    assert json.loads(path.read_text())["metadata"]["serializer"]["type"] == "json"
