@@ -49,7 +49,8 @@ def drop_untrusted(path: Path) -> None:
     if serializer == TRUSTED:
         return
     kind = serializer.get("type") if isinstance(serializer, dict) else "none"
-    log.warning(f"ignored cached task result {path}: serializer {kind!r} is not plain JSON; recomputing")
+    log.warning(f"ignored cached task result {path}: serializer {kind!r} is not the plain JSON serializer "
+                f"clarifyflow writes; recomputing")
     with contextlib.suppress(FileNotFoundError):
         path.unlink()
 

@@ -128,6 +128,7 @@ def test_a_provider_error_echoing_the_key_is_redacted_in_failures_and_logs(echo_
     assert isinstance(failure, RoleFailure) and failure.kind == "provider" and "[REDACTED]" in failure.message
     printed = "".join(traceback.format_exception(raised.value))
     out, err = capfd.readouterr()
+    assert "call failed: provider said: Authorization: [REDACTED]" in caplog.text + err  # logged, and redacted
     for text in (failure.model_dump_json(), printed, caplog.text, out, err, (tmp_path / "calls.sqlite").read_bytes()):
         text = text.decode("latin-1") if isinstance(text, bytes) else text
         assert FAKE_KEY not in text, text[:2000]
@@ -225,5 +226,5 @@ def test_a_cached_result_switched_to_pickle_is_never_unpickled(prefect_api, tmp_
     assert not marker.exists(), "a tampered cache file was unpickled"
     assert _CALLS.count(token) == 2, "the tampered result must be recomputed"
     logged = capfd.readouterr().err + caplog.text  # Prefect's console handler or the root logger, by test order
-    assert f"ignored cached task result {path}: serializer 'pickle' is not plain JSON; recomputing" in logged
+    assert f"ignored cached task result {path}: serializer 'pickle' is not the plain JSON serializer" in logged
     assert json.loads(path.read_text())["metadata"]["serializer"]["type"] == "json"
