@@ -53,6 +53,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
+def output_dir(root, domain: str, out: str | None):
+    """``--out`` (default ``data/eval/<domain>``); an InputError naming ``--out`` if it leaves that folder."""
+    from tasks.store import contained_dir
+
+    return contained_dir(root, f"data/eval/{domain}", out, flag="--out")
+
+
 def domain_of(domain: str, params_path):
     """The domain and its evaluation kind, or an InputError naming params.yaml."""
     from tasks.domains import get_domain
@@ -125,6 +132,7 @@ def evaluate(domain: str = "optimization", params: str = "params.yaml", out: str
     from tasks.store import repo_root
 
     started = time.monotonic()
+    output_dir(repo_root(), domain, out)
     dom = domain_of(domain, repo_root() / params)
     return EVALUATIONS[dom.evaluation].run(domain, params, out, runner, started)
 
@@ -145,7 +153,7 @@ def evaluate_episodes(domain: str, params: str, out: str | None, runner: str | N
     client = default_client()
     bar = _progress_bar()
     results, stats = play(cases, settings, cfg.roles, store, client=client, runner=runner, progress=bar)
-    out_dir = root / (out or f"data/eval/{domain}")
+    out_dir = output_dir(root, domain, out)
     results_dir = root / ".cache" / "gx" / "results"
     with staged_dir(out_dir) as staging:
         summary = write_outputs(staging, results, cases, settings, cfg.roles, source=settings.cases)
@@ -195,7 +203,7 @@ def evaluate_questions(domain: str, params: str, out: str | None, runner: str | 
     from tasks.validation import gate
 
     root, cfg, settings, inputs = prepare(domain, params)
-    out_dir = root / (out or f"data/eval/{domain}")
+    out_dir = output_dir(root, domain, out)
     results_dir = root / ".cache" / "gx" / "results"
     with staged_dir(out_dir) as staging:
         summary = swe.evaluate_swe(inputs.cases, settings, cfg.roles, staging, root=root, inputs=inputs,
@@ -284,7 +292,9 @@ def main(argv: list[str] | None = None) -> int:
     from flows import _env
 
     _env.configure()
-    if run_main(lambda: prepare(args.domain, args.params)):
+    from tasks.store import repo_root
+
+    if run_main(lambda: (output_dir(repo_root(), args.domain, args.out), prepare(args.domain, args.params))):
         return EXIT_INPUT
     return run_main(lambda: print(describe(build_flow()(domain=args.domain, params=args.params, out=args.out,
                                                         runner=args.runner))))

@@ -3,7 +3,8 @@
 Prefect's ``INPUTS`` policy hashes a path argument as a string; here a ``Path`` argument is hashed by the content
 of the file (or of every file below a folder), pydantic records by their JSON, and the key also covers the source
 files of the modules that do the work, so editing the masker invalidates the masking cache but nothing else.
-Results are persisted as JSON under ``PREFECT_LOCAL_STORAGE_PATH`` (``.cache/prefect-results`` in the repo).
+Results are persisted as plain JSON under ``PREFECT_LOCAL_STORAGE_PATH`` (``.cache/prefect-results`` in the repo) and
+loaded only if the stored file names that serializer (``tasks/json_results.py``).
 """
 
 from __future__ import annotations
@@ -63,16 +64,13 @@ def content_cache_policy(task_name: str, modules: Iterable[ModuleType]) -> Any:
 
 
 def cached_task(name: str, modules: Iterable[ModuleType], **options: Any) -> Callable[[Callable], Any]:
-    """``@task`` with the content policy, persisted JSON results and retries left to the caller."""
+    """``@task`` with the content policy, persisted plain-JSON results (``tasks.json_results``: a stored result
+    naming any other serializer is deleted, never loaded) and retries left to the caller."""
     from prefect import task
 
-    return task(
-        name=name,
-        cache_policy=content_cache_policy(name, modules),
-        persist_result=True,
-        result_serializer="json",
-        **options,
-    )
+    from tasks.json_results import result_options
+
+    return task(name=name, **result_options(content_cache_policy(name, modules)), **options)
 
 
 class RunStats(BaseModel):

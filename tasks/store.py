@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 import contextlib
+import ctypes
+import errno
+import functools
 import hashlib
 import json
 import os
+import re
 import shutil
+import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -97,40 +102,138 @@ def jsonl_text(rows: list[BaseModel] | list[dict]) -> str:
     return "".join(canonical_json(r) + "\n" for r in rows)
 
 
+ARTIFACT_MARKER = ".clarifyflow-artifact"
+"""Written into every folder :func:`staged_dir` hands out: :func:`publish_dir` only replaces folders that carry it."""
+
+
+def contained_dir(root: Path, stage_root: str, requested: str | Path | None, *, flag: str) -> Path:
+    """The output folder ``requested`` (default: ``stage_root``), which must resolve to ``root/stage_root`` or below.
+
+    Symlinks and ``..`` are resolved before the check; anything else is an InputError naming ``flag``. The result is
+    spelled under ``root/stage_root`` (not resolved), so it stays relative to ``root``.
+    """
+    base = root / stage_root
+    if not requested:
+        return base
+    target = (root / requested).resolve()
+    resolved_base = base.resolve()
+    if target != resolved_base and resolved_base not in target.parents:
+        shown = target.relative_to(root.resolve()) if target.is_relative_to(root.resolve()) else target
+        raise InputError(flag, f"{str(requested)!r} resolves to {shown}, outside {stage_root}/ (this stage's output "
+                         f"root); give a folder at or below it")
+    return base / target.relative_to(resolved_base)
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _clean_stale(final: Path) -> None:
+    """Remove staging and ``.old-`` folders of ``final`` left by runs that were killed (their pid is gone)."""
+    pattern = re.compile(rf"\.{re.escape(final.name)}\.(?:staging-(\d+)-.+|old-(\d+))")
+    for sibling in final.parent.iterdir():
+        match = pattern.fullmatch(sibling.name)
+        if not match or sibling.is_symlink() or not sibling.is_dir():
+            continue
+        pid = int(match.group(1) or match.group(2))
+        if pid != os.getpid() and not _pid_alive(pid):
+            shutil.rmtree(sibling, ignore_errors=True)
+
+
 @contextlib.contextmanager
 def staged_dir(final: Path) -> Iterator[Path]:
     """Yield an empty sibling folder to fill; nothing is visible at ``final`` until :func:`publish_dir`.
 
-    If the body raises, the staging folder is removed and ``final`` is untouched.
+    If the body raises, the staging folder is removed and ``final`` is untouched. Staging and ``.old-`` folders of
+    ``final`` left by killed runs are removed first.
     """
     final = Path(final)
     final.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{final.name}.staging-", dir=final.parent))
+    _clean_stale(final)
+    staging = Path(tempfile.mkdtemp(prefix=f".{final.name}.staging-{os.getpid()}-", dir=final.parent))
     staging.chmod(0o777 & ~_umask())  # as mkdir would; mkdtemp makes it 0700
     try:
+        (staging / ARTIFACT_MARKER).write_text("published by a clarifyflow stage; replaced on its next run\n",
+                                               encoding="utf-8")
         yield staging
     finally:
         if staging.exists():
             shutil.rmtree(staging, ignore_errors=True)
 
 
+def _replaceable(staging: Path, final: Path) -> bool:
+    """Whether ``final`` is a previous artifact of the stage filling ``staging``: it carries the marker, or (written
+    before the marker existed) holds nothing but names the stage writes again now."""
+    if final.is_symlink() or not final.is_dir():
+        return False
+    if (final / ARTIFACT_MARKER).is_file():
+        return True
+    return {p.name for p in final.iterdir()} <= {p.name for p in staging.iterdir()}
+
+
+_AT_FDCWD = -100
+_RENAME_EXCHANGE = 2
+
+
+@functools.cache
+def _renameat2():
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        fn = ctypes.CDLL(None, use_errno=True).renameat2
+    except (OSError, AttributeError):
+        return None
+    fn.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
+    fn.restype = ctypes.c_int
+    return fn
+
+
+def _exchange(a: Path, b: Path) -> bool:
+    """Swap two paths in one step (Linux ``renameat2(RENAME_EXCHANGE)``); False where the system cannot."""
+    fn = _renameat2()
+    if fn is None:
+        return False
+    if fn(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE) == 0:
+        return True
+    err = ctypes.get_errno()
+    if err in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP):
+        return False
+    raise OSError(err, os.strerror(err), str(b))
+
+
 def publish_dir(staging: Path, final: Path) -> None:
-    """Swap a filled staging folder into place with renames, so readers see the old or the new folder."""
+    """Swap a filled staging folder into place, so readers see the old or the new folder and never neither.
+
+    An existing ``final`` is replaced only if it is a previous artifact of this stage (see :func:`_replaceable`);
+    anything else is an InputError and nothing moves. On Linux the two folders are exchanged in one rename; elsewhere
+    the old folder is renamed aside first.
+    """
     staging, final = Path(staging), Path(final)
-    old = None
-    if final.exists():
-        old = final.parent / f".{final.name}.old-{os.getpid()}"
-        if old.exists():
-            shutil.rmtree(old)
-        os.replace(final, old)
+    if not (final.exists() or final.is_symlink()):
+        os.replace(staging, final)
+        return
+    if not _replaceable(staging, final):
+        raise InputError(final, f"refusing to replace a folder that is not an artifact of this stage (no "
+                         f"{ARTIFACT_MARKER} in it); move it away or pick another output folder")
+    if _exchange(staging, final):
+        shutil.rmtree(staging, ignore_errors=True)  # it now holds the previous artifact
+        return
+    old = final.parent / f".{final.name}.old-{os.getpid()}"
+    if old.exists():
+        shutil.rmtree(old)
+    os.replace(final, old)
     try:
         os.replace(staging, final)
     except BaseException:
-        if old is not None:
-            os.replace(old, final)
+        os.replace(old, final)
         raise
-    if old is not None:
-        shutil.rmtree(old, ignore_errors=True)
+    shutil.rmtree(old, ignore_errors=True)
 
 
 def read_text_utf8(path: Path) -> str:

@@ -3,29 +3,103 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 
 import pytest
 
 from tasks import masking
 from tasks.caching import content_key
+from tasks.errors import InputError
 from tasks.reporting import ReportInputs, build_report, flatten, load_stage_metrics, render_markdown, write_report
-from tasks.store import publish_dir, staged_dir
+from tasks.store import ARTIFACT_MARKER, publish_dir, staged_dir
+
+
+def _publish(final, files: dict[str, str]) -> None:
+    with staged_dir(final) as staging:
+        for name, text in files.items():
+            (staging / name).write_text(text)
+        publish_dir(staging, final)
+
+
+def _names(folder) -> list[str]:
+    return sorted(p.name for p in folder.iterdir() if p.name != ARTIFACT_MARKER)
 
 
 def test_failed_staging_leaves_the_old_folder(tmp_path):
     final = tmp_path / "out"
-    final.mkdir()
-    (final / "a.txt").write_text("old")
+    _publish(final, {"a.txt": "old"})
     with pytest.raises(RuntimeError), staged_dir(final) as staging:
         (staging / "a.txt").write_text("new")
         raise RuntimeError("gate failed")
     assert (final / "a.txt").read_text() == "old"
     assert [p.name for p in tmp_path.iterdir()] == ["out"]
-    with staged_dir(final) as staging:
-        (staging / "b.txt").write_text("new")
-        publish_dir(staging, final)
-    assert sorted(p.name for p in final.iterdir()) == ["b.txt"]
+    _publish(final, {"b.txt": "new"})
+    assert _names(final) == ["b.txt"]
     assert [p.name for p in tmp_path.iterdir()] == ["out"]
+
+
+def test_publishing_never_replaces_a_folder_the_stage_did_not_write(tmp_path):
+    final = tmp_path / "samples"
+    (final / "swe").mkdir(parents=True)
+    (final / "swe" / "issues.jsonl").write_text("tracked input")
+    with pytest.raises(InputError, match="refusing to replace") as err, staged_dir(final) as staging:
+        (staging / "summary.json").write_text("{}")
+        publish_dir(staging, final)
+    assert str(final) in str(err.value) and len(str(err.value).splitlines()) == 1
+    assert (final / "swe" / "issues.jsonl").read_text() == "tracked input"
+    assert [p.name for p in tmp_path.iterdir()] == ["samples"]
+    (tmp_path / "afile").write_text("x")
+    with pytest.raises(InputError), staged_dir(tmp_path / "afile") as staging:
+        publish_dir(staging, tmp_path / "afile")
+    assert (tmp_path / "afile").read_text() == "x"
+
+
+def test_a_folder_published_before_markers_is_replaced_when_it_holds_only_the_stage_names(tmp_path):
+    final = tmp_path / "eval"
+    (final / "runs").mkdir(parents=True)
+    (final / "summary.json").write_text("old")
+    _publish(final, {"summary.json": "new", "runs": "now a file"})
+    assert (final / "summary.json").read_text() == "new" and (final / ARTIFACT_MARKER).is_file()
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="one-step exchange needs Linux renameat2")
+def test_publishing_over_a_folder_never_leaves_the_path_missing(tmp_path, monkeypatch):
+    final = tmp_path / "out"
+    _publish(final, {"a.txt": "old"})
+    seen = []
+    real_replace = os.replace
+
+    def watching_replace(src, dst):
+        real_replace(src, dst)
+        seen.append(final.is_dir())
+
+    monkeypatch.setattr(os, "replace", watching_replace)
+    _publish(final, {"a.txt": "new"})
+    assert (final / "a.txt").read_text() == "new"
+    assert all(seen), "the output folder was missing between two renames"
+    assert [p.name for p in tmp_path.iterdir()] == ["out"]
+
+
+def _dead_pid() -> int:
+    proc = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True,
+                          check=True)
+    return int(proc.stdout)
+
+
+def test_staging_and_old_folders_of_killed_runs_are_removed_at_the_next_publish(tmp_path):
+    final = tmp_path / "out"
+    _publish(final, {"a.txt": "old"})
+    dead = _dead_pid()
+    stale = [tmp_path / f".out.staging-{dead}-k3j2h1", tmp_path / f".out.old-{dead}"]
+    live = tmp_path / f".out.staging-{os.getppid()}-a1b2c3"  # a run that is still going
+    other = tmp_path / f".other.old-{dead}"  # another output's leftovers are not this publish's business
+    for folder in (*stale, live, other):
+        folder.mkdir()
+        (folder / "x.txt").write_text("left over")
+    _publish(final, {"a.txt": "new"})
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([live.name, other.name, "out"])
 
 
 def test_content_key_follows_file_content_not_path(tmp_path):

@@ -28,6 +28,7 @@ from pydantic import BaseModel, ValidationError
 
 from tasks.llm.accounting import Accounting
 from tasks.llm.cache import CachedCall, CallCache, call_key, schema_of
+from tasks.llm.redact import install_log_redaction, redact
 from tasks.roles.config import RoleConfig
 
 M = TypeVar("M", bound=BaseModel)
@@ -40,7 +41,10 @@ REPAIR = (
 
 
 class LLMCallFailed(Exception):
+    """A call that failed for good; its message is redacted (a provider error may echo the request's key)."""
+
     def __init__(self, kind: str, message: str, attempts: int):
+        message = redact(message)
         super().__init__(f"{kind}: {message}")
         self.kind = kind
         self.message = message
@@ -60,6 +64,7 @@ def _litellm():
 
     from tasks.llm.providers import ensure_registered
 
+    install_log_redaction()
     litellm.suppress_debug_info = True
     logging.getLogger("LiteLLM").setLevel(logging.ERROR)
     _drop_success_logging()
@@ -228,12 +233,13 @@ class LLMClient:
                     **params,
                     **self._format_kwargs(cfg.model, schema),
                 )
-            except Exception as err:
+            except Exception as err:  # noqa: BLE001 - every provider error becomes an LLMCallFailed
                 self.accounting.add(role, model=cfg.model, latency_s=time.perf_counter() - started)
+                # ``from None``: the provider's exception may quote the key, and a chained traceback would print it
                 if not _is_retryable(err):
-                    raise LLMCallFailed("provider", _error_line(err), attempt + 1) from err
+                    raise LLMCallFailed("provider", _error_line(err), attempt + 1) from None
                 if attempt >= cfg.max_retries:
-                    raise LLMCallFailed("transient", _error_line(err), attempt + 1) from err
+                    raise LLMCallFailed("transient", _error_line(err), attempt + 1) from None
                 self.accounting.add(role, model=cfg.model, retries=1)
                 await asyncio.sleep(self._backoff(attempt))
                 attempt += 1

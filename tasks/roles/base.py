@@ -14,7 +14,7 @@ from functools import cache
 from pathlib import Path
 from typing import Generic, TypeVar
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, field_validator
 
 from tasks.roles.config import RoleConfig
 
@@ -35,6 +35,13 @@ class RoleFailure(BaseModel):
     provider error, e.g. authentication)."""
     message: str
     attempts: int = 1
+
+    @field_validator("message")
+    @classmethod
+    def _no_secrets(cls, message: str) -> str:
+        from tasks.llm.redact import redact
+
+        return redact(message)
 
 
 @cache
