@@ -2,11 +2,20 @@
 
 from __future__ import annotations
 
+import argparse
 import sys
 from collections.abc import Callable
 
 EXIT_INPUT = 2
 EXIT_GATE = 3
+
+
+class ArgumentParser(argparse.ArgumentParser):
+    """argparse with the same contract as every other bad input: one ``error:`` line on stderr, exit code 2."""
+
+    def error(self, message: str):  # type: ignore[override]
+        print(f"error: {self.prog}: {message} (see --help)", file=sys.stderr)
+        sys.exit(EXIT_INPUT)
 
 
 def run_main(body: Callable[[], object]) -> int:

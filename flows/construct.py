@@ -12,11 +12,12 @@ import argparse
 import sys
 import time
 
+from flows import cli
 from flows.cli import EXIT_INPUT, run_main
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m flows.construct", description=__doc__.splitlines()[0])
+    parser = cli.ArgumentParser(prog="python -m flows.construct", description=__doc__.splitlines()[0])
     parser.add_argument("--domain", required=True, help="domain name from params.yaml 'domains' (e.g. swe)")
     parser.add_argument("--params", default="params.yaml", help="params file (default: params.yaml)")
     parser.add_argument("--refresh-cache", action="store_true", help="recompute every task instead of reusing results")

@@ -24,6 +24,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from flows import cli
 from flows.cli import EXIT_INPUT, run_main
 
 HEADLINE = ("RunCount", "AllSlotExactRestoreRate", "CoreExactRestoreRate", "WeightedSlotScore_macro",
@@ -44,7 +45,7 @@ def backend_line(roles, names=EVAL_ROLES) -> str:
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m flows.evaluate", description=__doc__.splitlines()[0])
+    parser = cli.ArgumentParser(prog="python -m flows.evaluate", description=__doc__.splitlines()[0])
     parser.add_argument("--domain", required=True, help="domain with an evaluate.<domain> section (e.g. optimization)")
     parser.add_argument("--params", default="params.yaml", help="params file (default: params.yaml)")
     parser.add_argument("--out", default=None, help="output folder (default: data/eval/<domain>)")

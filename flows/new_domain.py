@@ -21,6 +21,7 @@ import re
 import sys
 from pathlib import Path
 
+from flows import cli
 from flows.cli import run_main
 
 RESERVED = frozenset({"template", "api", "units", "or_toml", "domains", "tasks", "flows", "tests", "data", "test",
@@ -28,7 +29,7 @@ RESERVED = frozenset({"template", "api", "units", "or_toml", "domains", "tasks",
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m flows.new_domain", description=__doc__.splitlines()[0])
+    parser = cli.ArgumentParser(prog="python -m flows.new_domain", description=__doc__.splitlines()[0])
     parser.add_argument("name", help="the new domain's name: lower-case letters, digits and underscores (e.g. legal)")
     parser.add_argument("--params", default="params.yaml", help="params file to extend (default: params.yaml)")
     return parser.parse_args(argv)

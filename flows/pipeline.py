@@ -12,6 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from flows import cli
 from flows.cli import run_main
 
 
@@ -75,7 +76,7 @@ def build_flow():
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m flows.pipeline", description=__doc__.splitlines()[0])
+    parser = cli.ArgumentParser(prog="python -m flows.pipeline", description=__doc__.splitlines()[0])
     parser.add_argument("stages", nargs="*", help="only these stages (default: the whole DAG)")
     parser.add_argument("--force", action="store_true", help="pass --force to dvc repro")
     parser.add_argument("--list", action="store_true", help="print the stage order and exit")

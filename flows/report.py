@@ -5,11 +5,12 @@ from __future__ import annotations
 import argparse
 import sys
 
+from flows import cli
 from flows.cli import run_main
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m flows.report", description=__doc__.splitlines()[0])
+    parser = cli.ArgumentParser(prog="python -m flows.report", description=__doc__.splitlines()[0])
     parser.add_argument("--params", default="params.yaml", help="params file (default: params.yaml)")
     return parser.parse_args(argv)
 

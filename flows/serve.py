@@ -8,11 +8,12 @@ from __future__ import annotations
 import argparse
 import sys
 
+from flows import cli
 from flows.cli import run_main
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m flows.serve", description=__doc__.splitlines()[0])
+    parser = cli.ArgumentParser(prog="python -m flows.serve", description=__doc__.splitlines()[0])
     parser.add_argument("--params", default="params.yaml", help="params file (default: params.yaml)")
     parser.add_argument("--name", help="deployment name (default: schedule.deployment from params)")
     parser.add_argument("--cron", help="override schedule.cron")

@@ -17,12 +17,13 @@ import argparse
 import sys
 import time
 
+from flows import cli
 from flows.cli import EXIT_INPUT, run_main
 from tasks.rewards.weights import CLARITI_WEIGHTS as PAPER_WEIGHTS  # the paper's weights, for comparison only
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m flows.shap_stage", description=__doc__.splitlines()[0])
+    parser = cli.ArgumentParser(prog="python -m flows.shap_stage", description=__doc__.splitlines()[0])
     parser.add_argument("--params", default="params.yaml", help="params file (default: params.yaml)")
     return parser.parse_args(argv)
 

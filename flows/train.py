@@ -19,11 +19,12 @@ import argparse
 import sys
 import time
 
+from flows import cli
 from flows.cli import EXIT_INPUT, run_main
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m flows.train", description=__doc__.splitlines()[0])
+    parser = cli.ArgumentParser(prog="python -m flows.train", description=__doc__.splitlines()[0])
     parser.add_argument("--stage", required=True, choices=["sft", "grpo"])
     parser.add_argument("--params", default="params.yaml", help="params file (default: params.yaml)")
     parser.add_argument("--launch", action="store_true",

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
+from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from tasks.categories import Category
+from tasks.errors import InputError
+from tasks.limits import MAX_TEXT_CHARS, MAX_UNITS
 
 SAFE_ID = r"^[A-Za-z0-9][A-Za-z0-9_.+\-]{0,199}$"
 """Ids become file names and cache keys, so they may not contain path separators or spaces."""
@@ -44,8 +48,8 @@ class IssueRecord(Record):
     repo: str = ""
     version: str = ""
     created_at: str = ""
-    text: str
-    hints_text: str = ""
+    text: str = Field(max_length=MAX_TEXT_CHARS)
+    hints_text: str = Field(default="", max_length=MAX_TEXT_CHARS)
     spans: list[SpanAnnotation] | None = None
     present: list[Category] | None = None
     """Categories the annotator marked present; defaults to the categories that have spans."""
@@ -61,6 +65,55 @@ class IssueRecord(Record):
         if self.present is not None:
             return [c for c in Category if c in self.present]
         return [c for c in Category if any(s.category == c for s in self.spans or [])]
+
+
+def check_units(units: Sequence[Unit] | None, *, kinds: Iterable[str], path: Path | str, record: object,
+                field: str = "units") -> None:
+    """Units given with a source record, checked when it is loaded: present, ids unique, kinds known, content set.
+
+    ``None`` (no units: the decomposer cuts the text) passes; an empty list does not, it would drop the record.
+    """
+    if units is None:
+        return
+    if not units:
+        raise InputError(path, "no units (give at least one, or leave the field out to decompose the text)",
+                         record=record, field=field)
+    if len(units) > MAX_UNITS:
+        raise InputError(path, f"{len(units)} units, over the limit of {MAX_UNITS} per record", record=record,
+                         field=field)
+    known = tuple(kinds)
+    seen: set[str] = set()
+    for j, unit in enumerate(units):
+        if unit.id in seen:
+            raise InputError(path, f"duplicate unit id {unit.id!r}", record=record, field=f"{field}.{j}.id")
+        seen.add(unit.id)
+        if unit.kind not in known:
+            raise InputError(path, f"unknown unit kind {unit.kind!r} (known: {', '.join(known)})", record=record,
+                             field=f"{field}.{j}.kind")
+        if not unit.content.strip():
+            raise InputError(path, "unit content is blank", record=record, field=f"{field}.{j}.content")
+
+
+def check_case_units(case: Case, *, path: Path | str, record: object) -> None:
+    """A case read from a file: its hidden and visible unit ids are among its units, and no unit is both."""
+    ids = [u.id for u in case.units]
+    if len(set(ids)) != len(ids):
+        dup = next(i for i in ids if ids.count(i) > 1)
+        raise InputError(path, f"duplicate unit id {dup!r}", record=record, field="units")
+    known = set(ids)
+    for i, slot in enumerate(case.hidden_slots):
+        for uid in slot.unit_ids:
+            if uid not in known:
+                raise InputError(path, f"hidden unit {uid!r} is not among the case's units", record=record,
+                                 field=f"hidden_slots.{i}.unit_ids")
+    hidden = {uid for slot in case.hidden_slots for uid in slot.unit_ids}
+    for i, uid in enumerate(case.brief.visible_unit_ids):
+        if uid not in known:
+            raise InputError(path, f"visible unit {uid!r} is not among the case's units", record=record,
+                             field=f"brief.visible_unit_ids.{i}")
+        if uid in hidden:
+            raise InputError(path, f"unit {uid!r} is both hidden and visible", record=record,
+                             field=f"brief.visible_unit_ids.{i}")
 
 
 # ---- the unified case schema (DESIGN §3), a generalisation of OR-Clarify 0.3 -------------------------------------
@@ -83,7 +136,7 @@ class Unit(Record):
 
     id: str
     kind: str
-    content: str = Field(min_length=1)
+    content: str = Field(min_length=1, max_length=MAX_TEXT_CHARS)
     category: Category | None = None
 
 

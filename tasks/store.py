@@ -20,6 +20,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from tasks.errors import InputError
+from tasks.limits import MAX_FILE_BYTES, MAX_RECORD_BYTES, MAX_RECORDS, size_text
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -236,11 +237,19 @@ def publish_dir(staging: Path, final: Path) -> None:
     shutil.rmtree(old, ignore_errors=True)
 
 
+def check_file_size(path: Path) -> None:
+    """Refuse a file over ``MAX_FILE_BYTES`` before reading it."""
+    size = Path(path).stat().st_size
+    if size > MAX_FILE_BYTES:
+        raise InputError(path, f"file is {size_text(size)}, over the {size_text(MAX_FILE_BYTES)} limit on input files")
+
+
 def read_text_utf8(path: Path) -> str:
     """Read a text file, rejecting bad encodings with the byte offset of the first bad byte."""
     path = Path(path)
     if not path.is_file():
         raise InputError(path, "file not found")
+    check_file_size(path)
     data = path.read_bytes()
     try:
         return data.decode("utf-8")
@@ -271,6 +280,13 @@ def read_jsonl(path: Path, model: type[M]) -> list[M]:
     for lineno, line in enumerate(read_text_utf8(path).splitlines(), start=1):
         if not line.strip():
             continue
+        size = len(line.encode("utf-8")) if len(line) > MAX_RECORD_BYTES // 4 else 0  # a char is 4 bytes at most
+        if size > MAX_RECORD_BYTES:
+            raise InputError(path, f"record is {size_text(size)}, over the {size_text(MAX_RECORD_BYTES)} limit on one "
+                             "record", record=f"line {lineno}", field="(record)")
+        if len(rows) >= MAX_RECORDS:
+            raise InputError(path, f"more than {MAX_RECORDS} records (the limit on one input file)",
+                             record=f"line {lineno}")
         try:
             data = json.loads(line)
         except json.JSONDecodeError as err:

@@ -122,4 +122,8 @@ def policy(name: str, options: dict[str, Any]) -> PolicyMethod:
         why = ("folder not found" if not Path(opts.adapter).exists()
                else "not a LoRA adapter (adapter_config.json missing)")
         raise InputError(f"evaluate.methods.{name}", f"{why}: {opts.adapter}", field="adapter")
+    if opts.adapter is not None:
+        from tasks.training.policy import read_adapter_config
+
+        read_adapter_config(Path(opts.adapter))  # a corrupt adapter_config.json is refused before any episode
     return PolicyMethod(name, opts)

@@ -35,6 +35,8 @@ TABLE_EXTRAS = "or_toml_unknown_keys"
 """``Case.extra`` key holding unknown keys found inside the known tables (reserved: no TOML table may use it)."""
 
 METADATA_KEYS = ("schema_version", "benchmark", "case_id")
+SCHEMA_VERSIONS = ("0.3",)
+"""The OR-Clarify schema versions this reader understands; any other is refused (never rewritten as another)."""
 OPTIONAL_METADATA_KEYS = ("domain", "source_id", "seed")
 """Written only when they differ from what the reader derives (domain "optimization", source_id = case_id, no seed)."""
 UNIT_KEYS = ("id", "kind", "content")
@@ -174,9 +176,13 @@ def _metadata(data: dict, path: Path, extras: dict) -> CaseMetadata:
         optional["seed"] = _require(table, "seed", int, path, "metadata.seed")
     if unknown := _unknown(table, METADATA_KEYS + OPTIONAL_METADATA_KEYS):
         extras["metadata"] = unknown
+    version = _text(table, "schema_version", path, "metadata.schema_version")
+    if version not in SCHEMA_VERSIONS:
+        raise InputError(path, f"unsupported schema version {version!r} (this reader knows: "
+                               f"{', '.join(SCHEMA_VERSIONS)})", field="metadata.schema_version")
     try:
         return CaseMetadata(
-            schema_version=_text(table, "schema_version", path, "metadata.schema_version"),
+            schema_version=version,
             benchmark=_text(table, "benchmark", path, "metadata.benchmark"),
             case_id=case_id,
             **optional,
@@ -217,6 +223,7 @@ def case_from_toml(data: dict, path: Path) -> Case:
 def read_case(path: Path | str) -> Case:
     path = Path(path)
     try:
+        store.check_file_size(path)
         raw = path.read_bytes()
     except OSError as err:
         raise InputError(path, f"cannot read file ({err.strerror})") from None

@@ -32,8 +32,9 @@ from tasks.caching import RunStats
 from tasks.domains import ConstructResult
 from tasks.domains.api import Eligibility, Evaluation, JudgeHints, Severity, Taxonomy
 from tasks.errors import InputError
+from tasks.limits import MAX_TEXT_CHARS
 from tasks.params import SPLIT_KEYS, SplitParams, section
-from tasks.records import SAFE_ID, Brief, Case, CaseMetadata, HiddenSlot, Unit
+from tasks.records import SAFE_ID, Brief, Case, CaseMetadata, HiddenSlot, Unit, check_units
 
 SEVERITIES = ("P0", "P1", "P2")
 
@@ -65,7 +66,7 @@ class TextRecord(BaseModel):
 
     id: str = Field(pattern=SAFE_ID)
     title: str = ""
-    text: str
+    text: str = Field(max_length=MAX_TEXT_CHARS)
     units: list[Unit] | None = None
     """Already decomposed units; None means ``decompose`` cuts ``text``."""
 
@@ -258,18 +259,12 @@ class UnitDomain:
             if rid in seen:
                 raise InputError(path, f"duplicate id {rid!r} (first at record {seen[rid]})", record=i, field="id")
             seen[rid] = i
+            check_units(getattr(item, "units", None), kinds=self.taxonomy.kinds, path=path, record=f"{i} ({rid})")
         return items[: cfg.limit] if cfg.limit else items
 
     def check_inputs(self, cfg: Any, root: Path) -> None:
-        items = self.load_records(cfg, root)
-        if not items:
+        if not self.load_records(cfg, root):
             raise InputError(self.source_path(cfg, root), "no records")
-        kinds = set(self.taxonomy.kinds)
-        for item in items:
-            for unit in getattr(item, "units", None) or []:
-                if unit.kind not in kinds:
-                    raise InputError(self.source_path(cfg, root), f"unknown unit kind {unit.kind!r} (known: "
-                                     f"{', '.join(self.taxonomy.kinds)})", record=self.record_id(item), field="units")
 
     # ---- decompose -------------------------------------------------------------------------------------------
 

@@ -336,7 +336,11 @@ def load_cases(path: Path, *, case_ids: Iterable[str] | None = None, limit: int 
 
         cases = read_cases(path)
     elif path.is_file():
+        from tasks.records import check_case_units
+
         cases = read_jsonl(path, Case)
+        for i, case in enumerate(cases, start=1):
+            check_case_units(case, path=path, record=f"{i} ({case.case_id})")
     else:
         raise InputError(path, "cases not found (a cases .jsonl file or a folder of OR-Clarify .toml files)")
     if case_ids is not None:

@@ -30,10 +30,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from tasks.errors import InputError
-from tasks.records import Case
+from tasks.records import SAFE_ID, Case
 from tasks.store import atomic_write_json, atomic_write_text
 
 BEGIN = "<!-- clarifyflow:clarifications -->"
@@ -45,14 +45,14 @@ _QA = re.compile(r"^\*\*(Q|A)(\d+)\.\*\* ?", re.MULTILINE)
 class ExportRow(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    instance_id: str
+    instance_id: str = Field(pattern=SAFE_ID)
     problem_statement: str
     repo: str = ""
     version: str = ""
     base_commit: str | None = None
     hints_text: str = ""
-    clarifyflow_case_id: str
-    clarifyflow_method: str
+    clarifyflow_case_id: str = Field(pattern=SAFE_ID)
+    clarifyflow_method: str = Field(pattern=SAFE_ID)
 
 
 def clarified_issue(brief: str, qa: Sequence[tuple[str, str]]) -> str:

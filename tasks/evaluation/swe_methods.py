@@ -352,6 +352,7 @@ def check_method_files(kind: str, options: BaseModel | None, root: Path, field: 
         if not (path / "adapter_config.json").is_file():
             why = "folder not found" if not path.exists() else "not a LoRA adapter (adapter_config.json missing)"
             raise InputError(path, f"{why} (run the sft / grpo stage first)", field=f"{field}.options.adapter")
-        from tasks.training.policy import stacked_on
+        from tasks.training.policy import read_adapter_config, stacked_on
 
+        read_adapter_config(path)  # raises when adapter_config.json is corrupt
         stacked_on(path)  # raises when a stacked adapter is missing

@@ -13,7 +13,8 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from tasks import store
 from tasks.errors import InputError
-from tasks.records import SAFE_ID, Unit
+from tasks.limits import MAX_TEXT_CHARS
+from tasks.records import SAFE_ID, Unit, check_units
 
 
 class ProblemRecord(BaseModel):
@@ -21,7 +22,7 @@ class ProblemRecord(BaseModel):
 
     problem_id: str = Field(pattern=SAFE_ID)
     title: str = ""
-    text: str
+    text: str = Field(max_length=MAX_TEXT_CHARS)
     """The complete problem statement (markdown: prose, bullet lists, tables)."""
     units: list[Unit] | None = None
     """Already decomposed units (TOML source); None means the decomposer runs on ``text``."""
@@ -44,8 +45,13 @@ def _check_unique(problems: list[ProblemRecord], path: Path) -> None:
 
 
 def load_problem_samples(path: Path) -> list[ProblemRecord]:
+    """The samples JSONL; units given with a problem are checked here (not after construction)."""
+    from tasks.orclarify import UNIT_KINDS
+
     problems = store.read_jsonl(path, ProblemRecord)
     _check_unique(problems, path)
+    for i, problem in enumerate(problems, start=1):
+        check_units(problem.units, kinds=UNIT_KINDS, path=path, record=f"{i} ({problem.problem_id})")
     return problems
 
 

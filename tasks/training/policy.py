@@ -64,19 +64,42 @@ def stacked_on(adapter_dir: Path) -> list[Path]:
         return []
     import json
 
-    folders = [(record.parent / rel).resolve() for rel in json.loads(record.read_text())["adapters"]]
+    from tasks.store import read_text_utf8
+
+    try:
+        rels = json.loads(read_text_utf8(record))["adapters"]
+    except (json.JSONDecodeError, TypeError, KeyError):
+        raise InputError(record, "expected a JSON object with a list of adapter folders", field="adapters") from None
+    if not isinstance(rels, list) or not all(isinstance(r, str) for r in rels):
+        raise InputError(record, "expected a list of adapter folders", field="adapters")
+    folders = [(record.parent / rel).resolve() for rel in rels]
     missing = [f for f in folders if not (f / "adapter_config.json").is_file()]
     if missing:
         raise InputError(record, f"stacked adapter not found: {missing[0].name}", field="adapters")
     return folders
 
 
+def read_adapter_config(adapter_dir: Path) -> dict:
+    """``adapter_dir/adapter_config.json`` as a dict; an InputError naming the file when missing or corrupt."""
+    from tasks.store import read_text_utf8
+
+    config = Path(adapter_dir) / "adapter_config.json"
+    if not config.is_file():
+        why = "folder not found" if not Path(adapter_dir).exists() else "not a LoRA adapter folder"
+        raise InputError(adapter_dir, f"{why} (adapter_config.json missing)")
+    try:
+        data = json.loads(read_text_utf8(config))
+    except json.JSONDecodeError as err:
+        raise InputError(config, f"malformed JSON ({err.msg} at line {err.lineno})") from None
+    if not isinstance(data, dict):
+        raise InputError(config, "expected a JSON object")
+    return data
+
+
 def adapter_base(adapter_dir: Path) -> str:
     """The base recorded in an adapter written by :mod:`tasks.training.trainers`."""
     config = Path(adapter_dir) / "adapter_config.json"
-    if not config.is_file():
-        raise InputError(adapter_dir, "not a LoRA adapter folder (adapter_config.json missing)")
-    base = json.loads(config.read_text(encoding="utf-8")).get("base_model_name_or_path")
+    base = read_adapter_config(adapter_dir).get("base_model_name_or_path")
     if not base:
         raise InputError(config, "no base model recorded; pass base explicitly", field="base_model_name_or_path")
     from tasks.training.models import model_label
