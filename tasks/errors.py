@@ -23,6 +23,19 @@ class InputError(ClarifyflowError):
         super().__init__(f"{where}: {message}")
 
 
+UNSAFE_ID = ("unsafe id {value}: letters, digits and '_.+-' only, starting with a letter or digit "
+             "(ids become file names)")
+
+
+def validation_message(error: dict) -> str:
+    """The message of one pydantic error dict, plainer for an id that failed ``tasks.records.SAFE_ID``."""
+    pattern = str((error.get("ctx") or {}).get("pattern", ""))
+    if error.get("type") == "string_pattern_mismatch" and pattern.startswith("^[A-Za-z0-9][A-Za-z0-9_.+"):
+        shown = repr(error.get("input"))
+        return UNSAFE_ID.format(value=shown if len(shown) <= 80 else shown[:77] + "...")
+    return error["msg"]
+
+
 class GateError(ClarifyflowError):
     """A validation gate failed; the artifact was not published."""
 

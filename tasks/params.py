@@ -8,7 +8,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from tasks.errors import InputError
+from tasks.errors import InputError, validation_message
 from tasks.rewards.config import RewardConfig
 from tasks.roles.config import RolesParams
 from tasks.store import read_text_utf8
@@ -224,7 +224,7 @@ def load_params(path: Path | str = "params.yaml") -> Params:
     except ValidationError as err:
         first = err.errors()[0]
         field = ".".join(str(p) for p in first["loc"])
-        raise InputError(path, first["msg"], field=field) from None
+        raise InputError(path, validation_message(first), field=field) from None
 
 
 def section(path: Path | str, model: type[Section], data: Any, field: str) -> Section:
@@ -234,4 +234,4 @@ def section(path: Path | str, model: type[Section], data: Any, field: str) -> Se
     except ValidationError as err:
         first = err.errors()[0]
         sub = ".".join(str(p) for p in first["loc"])
-        raise InputError(path, first["msg"], field=f"{field}.{sub}" if sub else field) from None
+        raise InputError(path, validation_message(first), field=f"{field}.{sub}" if sub else field) from None

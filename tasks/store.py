@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from tasks.errors import InputError
+from tasks.errors import InputError, validation_message
 from tasks.limits import MAX_FILE_BYTES, MAX_RECORD_BYTES, MAX_RECORDS, size_text
 
 M = TypeVar("M", bound=BaseModel)
@@ -261,7 +261,7 @@ def read_text_utf8(path: Path) -> str:
 def _first_error(err: ValidationError) -> tuple[str, str]:
     first = err.errors()[0]
     field = ".".join(str(part) for part in first["loc"]) or "(record)"
-    return field, first["msg"]
+    return field, validation_message(first)
 
 
 def parse_record(model: type[M], data: Any, *, path: Path, record: object) -> M:
