@@ -192,8 +192,8 @@ class ChoiceInterOptAgent(_Agent):
             return
         self.bump("alignment_calls")
         out = self.ctx.run_one(R.ALIGNMENT_SPEC, R.AlignmentInput(
-            gap_category=row.category, gap_description=row.description, question=question, options=options,
-            reply=reply))
+            brief=self.brief, gap_category=row.category, gap_description=row.description, question=question,
+            options=options, reply=reply))
         if isinstance(out, RoleFailure):
             event["alignment"] = {"gap_id": gap_id, "error": _failure_text(out)}
             return
@@ -263,7 +263,7 @@ class ChoiceInterOptAgent(_Agent):
         while invalid < self.opts.format_attempts:
             self.bump("candidate_calls")
             out = self.ctx.run_one(R.CANDIDATE_SPEC, R.CandidateInput(
-                brief=self.brief, transcript=transcript, open_gaps=frontier,
+                brief=self.brief, transcript=transcript, open_gaps=frontier, ledger=self.opts.stage1,
                 attempt=len(attempts) + 1, feedback=feedback))
             if isinstance(out, RoleFailure):
                 invalid += 1
@@ -433,8 +433,8 @@ class OpenInterOptAgent(_Agent):
             return
         self.bump("alignment_calls")
         out = self.ctx.run_one(R.ALIGNMENT_SPEC, R.AlignmentInput(
-            gap_category=record.gap.category, gap_description=record.gap.description, question=record.question,
-            reply=reply))
+            brief=self.brief, gap_category=record.gap.category, gap_description=record.gap.description,
+            question=record.question, reply=reply))
         if isinstance(out, RoleFailure):
             event["alignment"] = {"gap": record.gap.description, "error": _failure_text(out)}
             return
