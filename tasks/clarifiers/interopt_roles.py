@@ -16,7 +16,8 @@ Open:
 
 Local backends read only the public brief and transcript and ask from the brief's gap inventory
 (``tasks/clarifiers/gaps.py``); a ledger gap that came from a model and is not in the inventory gets a question
-from a per-category template.
+from a per-category template. Without a ledger (InterOPT without Stage 1) the candidate agents read what is still
+open from the transcript (:func:`transcript_open_gaps`); the local alignment check is ``alignment.py``.
 """
 
 from __future__ import annotations
