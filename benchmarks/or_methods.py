@@ -6,9 +6,10 @@
 Every method x protocol of ``params.yaml: evaluate.optimization.methods`` (the trained-policy rows only with
 ``--policies``, since they need ``data/models/*/adapter`` and SmolLM2 generation), K repeats, T_max 20, every role
 local. Writes ``benchmarks/out/or_methods/`` (summary.json, report.md, recovery.json, recovery.png) and prints the
-headline columns, plus ``RecoveryAUC``: the mean of the All-Slot recovery curve over q = 0..Q cumulative atomic
-questions (recovery.json), the one printed column that depends on the order of the questions, not only on which
-were asked. These are local-backend numbers: they measure this toolkit's offline agents against its offline
+headline columns, plus ``RecoveryAUC``: the mean of the All-Slot recovery curve over q = 0..20 cumulative atomic
+questions (recovery.json; past a curve's end its last value), the one printed column that depends on the order of
+the questions, not only on which were asked.
+These are local-backend numbers: they measure this toolkit's offline agents against its offline
 simulated user and judge, not the paper's LLM results.
 """
 
@@ -68,12 +69,18 @@ def main() -> int:
     print(f"{len(results)} episodes ({stats.played} played, {stats.reused} from the store) in {elapsed:.0f} s")
     print("row".ljust(28) + "".join(c[:14].rjust(16) for c in COLUMNS))
     for row, metrics in summary.items():
-        auc = sum(curves[row]["all_slot"]["mean"]) / len(curves[row]["all_slot"]["mean"]) if row in curves else None
+        auc = _auc(curves[row]["all_slot"]["mean"]) if row in curves else None
         values = {**metrics, "RecoveryAUC": auc}
         print(row.ljust(28) + "".join(_fmt(values.get(c)).rjust(16) for c in COLUMNS))
     (OUT / "timing.json").write_text(json.dumps({"episodes": len(results), "played": stats.played,
                                                  "seconds": round(elapsed, 1)}, indent=1) + "\n")
     return 0
+
+
+def _auc(curve: list[float], questions: int = 20) -> float:
+    """Mean recovery over q = 0..questions, the curve held at its last value past its end."""
+    points = [curve[min(q, len(curve) - 1)] for q in range(questions + 1)]
+    return sum(points) / len(points)
 
 
 def _fmt(value) -> str:

@@ -563,6 +563,19 @@ def test_alignment_leaves_the_gap_open_after_a_reply_about_another_entity():
     assert settles(USER_PREFIX + "Product 1 has a cap of 10 units and Product 2 of 8.")
 
 
+def test_alignment_accepts_a_reply_about_the_whole_list_a_selection_question_names():
+    listed = "Dry cider, Sweet cider and Apple juice"
+    out = R.alignment_local(R.AlignmentInput(
+        brief=BRIEF, gap_category="constraint_set", question=f"When choosing among {listed}, must a certain number "
+                                                             f"of them be chosen?",
+        gap_description=f"How many of {listed} may or must be chosen is not stated.",
+        options={"A": "Exactly one", "B": "At least two", "C": "Any number"},
+        reply=D + "We always press at least two different drinks from the list."))
+    assert out.settled
+    # one about a single entity still has to name it
+    assert not settles(D + "We always press at least two different drinks from the list.")
+
+
 def test_aligned_mode_reasks_after_i_dont_have_that_information_where_interopt_moves_on():
     user = by_question({"on Dry cider": d_comment("I don't have that information.")})  # the re-ask too
     full = asked(drive(new_agent(), user)[0])

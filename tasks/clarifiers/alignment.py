@@ -8,8 +8,9 @@ on the asked subject:
 - a picked option A-C that was offered (the options are hypotheses about the asked subject);
 - a clear yes or no to a yes/no question, unless it goes on about another of the brief's entities;
 - a free-text reply (an Open answer, a D comment, or the brief sentence the user points back to) that names the
-  asked subject, when the question names one of the brief's entities, and states a goal (objective gaps) or a
-  value, rule or choice (every other gap).
+  asked subject, when the question is about one or two of the brief's entities (a question over a longer list may
+  be answered about the list as a whole), and states a goal (objective gaps) or a value, rule or choice (every
+  other gap).
 
 It stays open after "I don't have that information" and its paraphrases, a D comment that states nothing on the
 point, or a reply about another entity than the one asked (the question is about Product 2, the reply about
@@ -127,7 +128,7 @@ def judge(*, brief: str, category: str, description: str, question: str, options
                                  f"{', '.join(sorted(asked))}.")
     if YES_NO_QUESTION.match(question) and YES_NO_REPLY.match(text):
         return Verdict(settled=True, reason="yes_no", rationale="A clear yes or no to a yes/no question.")
-    if asked and not named:
+    if 0 < len(asked) <= 2 and not named:  # a question over a whole list may be answered about the list
         return Verdict(settled=False, reason="no_subject",
                        rationale=f"The reply never names {', '.join(sorted(asked))}, the subject asked about.")
     cue = GOAL_CUE if category == "objective" else RULE_CUE
