@@ -147,6 +147,29 @@ def test_choice_agents_ask_with_exactly_three_distinct_options(protocol):
     assert asks[0].options["A"] in actions[-1].summary
 
 
+def test_mc_d_follows_up_a_d_comment_that_does_not_settle_the_point_once():
+    def reply(turn, action):
+        if "on Sourdough loaf" in action.question:  # the limit question and its follow-up
+            return choice_reply(turn, "D", "Seeded rye sells out on Fridays.")
+        return choice_reply(turn, "A")
+
+    mc_d = get_method("mc_d").new_agent("bakery_001", BRIEF, "mc_d", seed=0, ctx=MethodContext())
+    asks = [a.question for a in drive(mc_d, reply, protocol="mc_d")[0] if a.kind == "ask"]
+    follow_ups = [q for q in asks if q.startswith("Even if it is not final yet")]
+    assert len(follow_ups) == 1 and asks.index(follow_ups[0]) == asks.index(next(
+        q for q in asks if "rule on Sourdough loaf" in q)) + 1
+    # under MC there is no D comment to read: the same agent asks one question fewer
+    mc = get_method("mc").new_agent("bakery_001", BRIEF, "mc", seed=0, ctx=MethodContext())
+    mc_asks = [a.question for a in drive(mc, lambda t, a: choice_reply(t, "A"), protocol="mc")[0] if a.kind == "ask"]
+    assert mc_asks == [q for q in asks if q not in follow_ups]
+    # a D comment that settles the point is not followed up
+    settled = get_method("mc_d").new_agent("bakery_001", BRIEF, "mc_d", seed=0, ctx=MethodContext())
+    calm = [a.question for a in drive(settled, lambda t, a: choice_reply(
+        t, "D", "Sourdough loaf is capped at 30 batches a week.") if "on Sourdough loaf" in a.question
+        else choice_reply(t, "A"), protocol="mc_d")[0] if a.kind == "ask"]
+    assert calm == mc_asks
+
+
 BAD_OPTIONS = [
     {"A": "Maximise profit", "B": "Minimise cost"},
     {"A": "Maximise profit", "B": "Minimise cost", "C": "Minimise waste", "D": "Something else entirely"},

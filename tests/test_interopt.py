@@ -12,7 +12,7 @@ import pytest
 from pydantic import ValidationError
 
 from tasks.clarifiers import interopt_roles as R
-from tasks.clarifiers.base import MethodContext, get_method
+from tasks.clarifiers.base import MethodContext, get_method, reference_of
 from tasks.clarifiers.ledger import GapUpdate, Ledger
 from tasks.episodes.records import USER_PREFIX, AgentView, TranscriptRow
 from tasks.errors import InputError
@@ -255,8 +255,8 @@ def test_local_gap_search_adds_inventory_gaps_three_at_a_time_without_repeats():
 def test_factories_build_methods_with_the_fixed_attributes():
     for name in VARIANTS:
         method = get_method(name)
-        assert (method.name, method.protocols, method.uses_detector, method.privileged) == (
-            name, ("open", "mc_d"), True, False)
+        assert (method.name, method.protocols, method.uses_detector) == (name, ("open", "mc_d"), True)
+        assert reference_of(name) is None  # ranked with the methods
         with pytest.raises(ValueError):
             method.new_agent("x", BRIEF, "mc", seed=0, ctx=MethodContext())
     with pytest.raises(InputError, match="question_budegt"):
@@ -357,8 +357,8 @@ def test_without_stage1_no_gap_search_runs_and_candidates_bind_to_none(tmp_path)
     model, script = mock_model(raise_always=RuntimeError("gap search must not run"))
     agent = new_agent("interopt_wo_stage1", ctx=llm_ctx(tmp_path, or_gap_search=model))
     actions, _ = drive(agent, pick("B"))
-    # locally, nothing keeps the gaps in view without a ledger: one question per gap category, then READY
-    assert actions[-1].kind == "ready" and len(actions) - 1 == len({g.category for g in R.all_gaps(BRIEF)}) == 6
+    # every picked option settles its gap, so the transcript reading closes each gap after one question
+    assert actions[-1].kind == "ready" and len(actions) - 1 == len(R.all_gaps(BRIEF))
     c = agent.counters()
     assert c["gap_search_calls"] == 0 and script.calls == 0
     assert c["ledger_final_size"] == 0 and c["ledger_unbound_turn_count"] == len(actions) - 1
@@ -366,6 +366,67 @@ def test_without_stage1_no_gap_search_runs_and_candidates_bind_to_none(tmp_path)
     events = agent.event_logs()["ledger_events"]
     assert all(q["frontier_gap_id"] == "NONE" for e in events[:-1] for q in e["candidates"].values())
     assert all("gap_search" not in e for e in events)
+
+
+def d_comment(text):
+    return lambda turn, action: TranscriptRow(turn=turn, speaker="user", structured={"choice": "D", "comment": text},
+                                              content=f"Business user response: none of the offered options match. "
+                                                      f"{text}")
+
+
+def by_question(replies):
+    """A scripted user: the first reply whose key occurs in the question, else option A."""
+    def reply(turn, action):
+        return next((r for key, r in replies.items() if key in action.question), pick("A"))(turn, action)
+    return reply
+
+
+ABLATION_USER = by_question({
+    "met in full": d_comment("Late delivery is fine, and Apple juice is limited to 40 barrels a month."),
+    "rule on Sweet cider": d_comment("Dry cider is capped at 50 barrels a month."),
+})
+"""The demand reply settles the Apple juice limit in passing; the Sweet cider reply is about Dry cider."""
+
+
+def asked(actions):
+    return [a.question for a in actions if a.kind == "ask"]
+
+
+def test_without_stage1_the_transcript_reading_reasks_and_skips_what_the_ledger_would_track():
+    actions = {name: drive(new_agent(name), ABLATION_USER)[0] for name in ("interopt", "interopt_wo_stage1")}
+    full, wo1 = asked(actions["interopt"]), asked(actions["interopt_wo_stage1"])
+    # the ledger asks every gap once, whatever the reply
+    assert len(full) == len(set(full)) == len(R.all_gaps(BRIEF))
+    assert sum("Apple juice that the request" in q for q in full) == 1
+    # without it: the reply about Dry cider leaves Sweet cider open (asked again, narrower), and the Apple juice
+    # limit stated in passing is never asked
+    assert sum("Sweet cider that the request" in q for q in wo1) == 1
+    assert sum("practice on rules on Sweet cider" in q for q in wo1) == 1
+    assert not any("rule on Apple juice" in q or "rules on Apple juice" in q for q in wo1)
+    assert wo1 != full and actions["interopt_wo_stage1"][-1].kind == "ready"
+    # and it is not the generic MC-D agent, which covers each gap category once and stops
+    mc_d = asked(drive(get_method("mc_d").new_agent("cider_001", BRIEF, "mc_d", seed=0, ctx=MethodContext()),
+                       ABLATION_USER)[0])
+    assert len(mc_d) == len({g.category for g in R.all_gaps(BRIEF)}) < len(wo1) and mc_d != wo1
+
+
+def test_transcript_reading_lets_a_gap_go_after_two_unsettled_asks():
+    agent = new_agent("interopt_wo_stage1")
+    actions, _ = drive(agent, d_comment("I don't have that information."))
+    questions = asked(actions)
+    assert actions[-1].kind == "ready" and len(questions) == 2 * len(R.all_gaps(BRIEF))
+    assert agent.counters()["gap_search_calls"] == 0
+    for gap in R.all_gaps(BRIEF):
+        assert questions.count(gap.question) == 1 and questions.count(R.narrow_question(gap, "mc_d")) == 1
+
+
+def test_open_without_stage1_reasks_unconfirmed_points_that_interopt_asks_once():
+    full = asked(drive(new_agent(protocol="open"), say(NEEDS_CONFIRMATION), protocol="open")[0])
+    agent = new_agent("interopt_wo_stage1", protocol="open")
+    wo1 = asked(drive(agent, say(NEEDS_CONFIRMATION), protocol="open")[0])
+    assert len(full) == len(R.all_gaps(BRIEF)) and len(wo1) == 2 * len(full)
+    assert sum(q.startswith("For now, may I assume") for q in wo1) == len(full)
+    assert agent.counters()["gap_search_calls"] == 0
 
 
 def test_without_stage2_one_direct_call_per_turn_and_no_candidates_or_selector(tmp_path):
@@ -381,6 +442,24 @@ def test_without_stage2_one_direct_call_per_turn_and_no_candidates_or_selector(t
     assert "ledger_events" not in logs and len(logs["ledger_direct_question_events"]) == len(actions)
     assert logs["ledger_direct_question_events"][0]["selected_gap_ref"] == "N1"
     assert agent.ledger.get("G001").status == "ASKED"
+
+
+def test_without_stage2_asks_in_discovery_order_not_the_selectors_priority():
+    full_agent, direct_agent = new_agent(), new_agent("interopt_wo_stage2")
+    full, direct = asked(drive(full_agent, pick("A"))[0]), asked(drive(direct_agent, pick("A"))[0])
+    # the direct question is the oldest OPEN gap: the ledger's order of discovery (the gap search's own order)
+    rows = sorted(direct_agent.ledger.rows, key=lambda r: r.asked_turn)
+    assert [r.gap_id for r in rows] == sorted(r.gap_id for r in rows)
+    assert direct == [R.template_for(r, BRIEF).question for r in rows]
+    # the selector ranks rules above relations: it asks the third drink's limit before the first relation
+    limit, relation = "rule on Apple juice", "Do Dry cider and Sweet cider"
+    first = {name: next(i for i, q in enumerate(qs) if limit in q or relation in q)
+             for name, qs in (("full", full), ("direct", direct))}
+    assert limit in full[first["full"]] and relation in direct[first["direct"]]
+    assert sorted(full) == sorted(direct)  # the same gaps, asked once each, in another order
+    c = direct_agent.counters()
+    assert c["selector_calls"] == c["candidate_calls"] == 0 and c["gap_search_calls"] == 0
+    assert c["direct_question_calls"] == len(direct) + 1
 
 
 def test_direct_question_bound_to_a_missing_new_gap_is_a_consume_error(tmp_path):
@@ -433,17 +512,91 @@ def test_aligned_mode_keeps_an_unanswered_gap_unresolved_and_reasks_it_once():
     assert f"Still needs confirmation: {objective.description}" in actions[-1].summary
 
 
-def test_alignment_judges_only_the_public_reply():
-    def settled(reply, options=None):
-        return R.alignment_local(R.AlignmentInput(gap_category="objective", gap_description="goal", question="q?",
-                                                  options=options or {"A": "x", "B": "y", "C": "z"},
-                                                  reply=reply)).settled
+PRODUCTS = """A workshop makes Product 1 and Product 2 on one lathe and wants a weekly plan.
 
-    assert settled("Business user selected option B.")
-    assert settled("Business user response: none of the offered options match. Only weekdays count.")
-    assert not settled("Business user response: none of the offered options match. We don't know yet.")
-    assert not settled(USER_PREFIX + NEEDS_CONFIRMATION)
-    assert settled(USER_PREFIX + "Yes.")
+| Product | Lathe hours per unit | Profit per unit (EUR) |
+|---|---|---|
+| Product 1 | 2 | 30 |
+| Product 2 | 3 | 45 |"""
+
+
+def settles(reply, question="Is there any limit or rule on Product 2 that the request does not mention?",
+            category="constraint_set", description="Limits or rules on Product 2 are not stated.", options=None):
+    out = R.alignment_local(R.AlignmentInput(
+        brief=PRODUCTS, gap_category=category, gap_description=description, question=question,
+        options={"A": "Product 2 has an upper limit", "B": "Product 2 has a minimum requirement",
+                 "C": "No extra rule applies to Product 2"} if options is None else options, reply=reply))
+    return out.settled
+
+
+D = "Business user response: none of the offered options match. "
+
+
+def test_alignment_settles_a_picked_option_or_a_rule_for_the_asked_subject():
+    assert settles("Business user selected option B.")
+    assert not settles("Business user selected option C.", options={"A": "x", "B": "y"})  # not offered
+    assert settles(D + "Product 2 can be made at most 12 times a week.")
+    assert settles(USER_PREFIX + "Yes, Product 2 needs at least 5 units for a standing order.")
+    assert settles(USER_PREFIX + "No.")  # a clear no to a yes/no question
+
+
+def test_alignment_leaves_the_gap_open_after_i_dont_have_that_information():
+    assert not settles(USER_PREFIX + "I don't have that information.")
+    assert not settles(D + "I don't have that information.")
+    assert not settles(USER_PREFIX + NEEDS_CONFIRMATION)
+    assert settles(USER_PREFIX + "We don't have a minimum for Product 2, only a maximum of 12.")
+
+
+def test_alignment_leaves_the_gap_open_after_a_d_comment_that_does_not_answer():
+    objective = {"question": "What is the goal the plan should optimise?", "category": "objective",
+                 "description": "The request never says what the plan should optimise.",
+                 "options": {"A": "Maximise the total profit", "B": "Minimise the total cost", "C": "Maximise output"}}
+    assert not settles(D + "Only weekdays count.", **objective)
+    assert settles(D + "We want the largest total profit per week.", **objective)
+    assert not settles(D + "Product 2 is popular with our customers.")  # names the subject, states no rule
+    assert not settles(D + "The lathe is old.")  # never names Product 2
+
+
+def test_alignment_leaves_the_gap_open_after_a_reply_about_another_entity():
+    assert not settles(D + "Product 1 can be made at most 10 times a week.")
+    assert not settles(USER_PREFIX + "Yes, Product 1 has a cap of 10 units.")
+    assert settles(USER_PREFIX + "Product 1 has a cap of 10 units and Product 2 of 8.")
+
+
+def test_alignment_accepts_a_reply_about_the_whole_list_a_selection_question_names():
+    listed = "Dry cider, Sweet cider and Apple juice"
+    out = R.alignment_local(R.AlignmentInput(
+        brief=BRIEF, gap_category="constraint_set", question=f"When choosing among {listed}, must a certain number "
+                                                             f"of them be chosen?",
+        gap_description=f"How many of {listed} may or must be chosen is not stated.",
+        options={"A": "Exactly one", "B": "At least two", "C": "Any number"},
+        reply=D + "We always press at least two different drinks from the list."))
+    assert out.settled
+    # one about a single entity still has to name it
+    assert not settles(D + "We always press at least two different drinks from the list.")
+
+
+def test_aligned_mode_reasks_after_i_dont_have_that_information_where_interopt_moves_on():
+    user = by_question({"on Dry cider": d_comment("I don't have that information.")})  # the re-ask too
+    full = asked(drive(new_agent(), user)[0])
+    agent = new_agent("interopt_aligned")
+    actions, _ = drive(agent, user)
+    aligned = asked(actions)
+    assert len(aligned) == len(full) + 1 and "practice on rules on Dry cider" in " ".join(aligned)
+    row = agent.ledger.find("Limits or rules on Dry cider are not stated.")
+    assert row.status == "ASKED" and row.ask_count == 2
+    c = agent.counters()
+    assert c["gap_reask_count"] == 1 and c["alignment_calls"] == len(aligned)
+    assert c["ledger_resolved_count"] == len(agent.ledger.rows) - 1
+    assert f"Still needs confirmation: {row.description}" in actions[-1].summary
+
+
+def test_aligned_mode_reasks_a_limit_answered_for_another_entity():
+    agent = new_agent("interopt_aligned")
+    actions, _ = drive(agent, ABLATION_USER)
+    row = agent.ledger.find("Limits or rules on Sweet cider are not stated.")
+    assert row.ask_count == 2 and agent.counters()["gap_reask_count"] == 1
+    assert len(asked(actions)) == len(R.all_gaps(BRIEF)) + 1
 
 
 def test_aligned_mode_sends_a_premature_ready_back_once(tmp_path):

@@ -8,7 +8,9 @@ its own, is the agent's format error (``agent_format_invalid``), not a reason to
 Local backend: the brief's gap inventory in priority order, one gap per gap category, each gap's question with its
 three hypotheses; it stops when every category was asked, at the last turn, or after the user's last answers said
 "nothing more to model here" (the null hypothesis) or could not be confirmed. A gap named in a reviewer's private
-feedback (ReadyGate) is asked first.
+feedback (ReadyGate) is asked first. Under MC-D the agent also reads the user's D comment: one that does not settle
+the point it asked (the alignment judgement of ``alignment.py``: a non-answer, nothing stated on the point, or
+another entity) is followed up once, narrower, with the same hypotheses. Under MC there is no comment to read.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from tasks.clarifiers import alignment
 from tasks.clarifiers.base import BaseAgent, MethodContext
 from tasks.clarifiers.freeqa import (
     AgentInput,
@@ -32,8 +35,9 @@ from tasks.clarifiers.freeqa import (
     role_failure_action,
     stalled,
 )
-from tasks.clarifiers.gaps import open_gaps
-from tasks.episodes.records import AgentAction, AgentView, Protocol
+from tasks.clarifiers.gaps import GapCandidate, all_gaps, open_gaps
+from tasks.clarifiers.interopt_roles import narrow_question, parse_agent_turn
+from tasks.episodes.records import AgentAction, AgentView, Protocol, TranscriptRow
 from tasks.roles.base import RoleFailure, RoleSpec
 
 OPTION_KEYS = ("A", "B", "C")
@@ -79,8 +83,26 @@ def option_problem(options: dict[str, str]) -> str:
     return ""
 
 
+def d_follow_up(brief: str, transcript: list[TranscriptRow]) -> GapCandidate | None:
+    """MC-D: the inventory gap of the last question, reworded narrower, when the user's D comment left it unsettled
+    (a follow-up is not followed up again: its wording is no inventory question)."""
+    if len(transcript) < 2 or transcript[-2].speaker != "agent" or transcript[-1].speaker != "user":
+        return None
+    reply = transcript[-1].content
+    if transcript[-1].structured.get("choice") != "D" and not alignment.D_REPLY.search(reply):
+        return None
+    question, options = parse_agent_turn(transcript[-2].content)
+    gap = next((g for g in all_gaps(brief) if g.question == question), None)
+    if gap is None or alignment.judge(brief=brief, category=gap.category, description=gap.description,
+                                      question=question, options=options, reply=reply).settled:
+        return None
+    return gap.model_copy(update={"question": narrow_question(gap, "mc_d")})
+
+
 def choice_local(inp: ChoiceAgentInput) -> ChoiceAgentOutput:
     gap, named = next_gap(inp.brief, inp.transcript, inp.private_feedback)
+    if inp.protocol == "mc_d" and not named and inp.turn < inp.max_turns and not stalled(inp.transcript):
+        gap = d_follow_up(inp.brief, list(inp.transcript)) or gap
     if gap is None or inp.turn >= inp.max_turns or (stalled(inp.transcript) and not named):
         return ChoiceAgentOutput(action="ready_to_model", summary=ready_summary(inp.brief, inp.transcript))
     return ChoiceAgentOutput(action="question", question=gap.question, options=dict(gap.options),

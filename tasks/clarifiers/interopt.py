@@ -19,11 +19,29 @@ failure ends the run with ``gap_search_error``. Stage 2 (``or_open_candidate_age
 candidates and one public question, or READY with a formulatable confidence. Without Stage 1 the candidate agent
 gets no guidance; without Stage 2 the first gap's direct question is asked and ready_to_model means READY.
 
-Local backends (``roles: <name>: backend: local``, the default) ask from the brief's gap inventory
-(``gaps.py``). There the ablations differ only where a stage's contribution is structural: without Stage 1 nothing
-keeps the gaps in view, so the unguided Stage 2 agent covers each gap category once (the rule of the local generic
-agents) and stops; the selector and the one-call direct question apply the same priority order, so InterOPT
-without Stage 2 asks what InterOPT asks. With LLM backends each stage is a model call and all of them differ.
+Local backends (``roles: <name>: backend: local``, the default) ask from the brief's gap inventory (``gaps.py``)
+and read only the public brief and transcript. The ablations remove what their stage contributes:
+
+- Full InterOPT: the ledger discovers the inventory's gaps three per turn, in the inventory's order; the candidate
+  agent offers the top three OPEN gaps and the selector picks by the published priority (objective > rules and
+  policies > scope, entities, time > the rest). Each gap is asked once and marked ASKED whatever the reply.
+- Without Stage 1 there is no ledger: every turn the candidate agent infers from the transcript alone what is still
+  open (``interopt_roles.transcript_open_gaps``). A gap stays open until a reply to its question settles it (the
+  alignment judgement of ``alignment.py``), so a non-answer, a D comment that states nothing on the point or a
+  reply about another entity is asked again, narrower (at most twice in all); a free-text reply to another question
+  that already states a rule for a gap's subject closes that gap unasked. Unlike plain ``mc_d`` (one generic agent,
+  one gap per category, then READY) it goes through every open gap, with candidates and the selector. Under Open
+  the unguided Stage 2 agent reads the transcript the same way.
+- Without Stage 2 there are no candidates and no selector: the one direct call asks the oldest OPEN gap's own
+  question, in the ledger's order of discovery, so rules found late (a third entity's limit) come after the
+  relations found before them, where the selector asks every rule first. The gaps asked are the same as
+  InterOPT's, in another order; ``candidate_calls`` and ``selector_calls`` stay 0. Under Open the first gap the
+  search lists (the inventory's order) is asked, where Stage 2 ranks the listed gaps by the priority.
+- ``interopt_aligned``'s ``or_gap_alignment`` local backend is ``alignment.judge``: a picked option, a clear yes or
+  no, or a reply naming the asked subject with a value, rule or goal settles the gap; "I don't have that
+  information", a D comment that does not answer, or a reply about another entity leaves it unsettled.
+
+With LLM backends each stage is a model call and the same structure holds.
 
 Our variants (not in the paper):
 
@@ -192,8 +210,8 @@ class ChoiceInterOptAgent(_Agent):
             return
         self.bump("alignment_calls")
         out = self.ctx.run_one(R.ALIGNMENT_SPEC, R.AlignmentInput(
-            gap_category=row.category, gap_description=row.description, question=question, options=options,
-            reply=reply))
+            brief=self.brief, gap_category=row.category, gap_description=row.description, question=question,
+            options=options, reply=reply))
         if isinstance(out, RoleFailure):
             event["alignment"] = {"gap_id": gap_id, "error": _failure_text(out)}
             return
@@ -263,7 +281,7 @@ class ChoiceInterOptAgent(_Agent):
         while invalid < self.opts.format_attempts:
             self.bump("candidate_calls")
             out = self.ctx.run_one(R.CANDIDATE_SPEC, R.CandidateInput(
-                brief=self.brief, transcript=transcript, open_gaps=frontier,
+                brief=self.brief, transcript=transcript, open_gaps=frontier, ledger=self.opts.stage1,
                 attempt=len(attempts) + 1, feedback=feedback))
             if isinstance(out, RoleFailure):
                 invalid += 1
@@ -433,8 +451,8 @@ class OpenInterOptAgent(_Agent):
             return
         self.bump("alignment_calls")
         out = self.ctx.run_one(R.ALIGNMENT_SPEC, R.AlignmentInput(
-            gap_category=record.gap.category, gap_description=record.gap.description, question=record.question,
-            reply=reply))
+            brief=self.brief, gap_category=record.gap.category, gap_description=record.gap.description,
+            question=record.question, reply=reply))
         if isinstance(out, RoleFailure):
             event["alignment"] = {"gap": record.gap.description, "error": _failure_text(out)}
             return
@@ -579,7 +597,6 @@ class OpenInterOptAgent(_Agent):
 class InterOptMethod:
     protocols: tuple[Protocol, ...] = ("open", "mc_d")
     uses_detector = True
-    privileged = False
 
     def __init__(self, name: str, options: InterOptOptions) -> None:
         self.name = name

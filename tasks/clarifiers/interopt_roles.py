@@ -16,7 +16,8 @@ Open:
 
 Local backends read only the public brief and transcript and ask from the brief's gap inventory
 (``tasks/clarifiers/gaps.py``); a ledger gap that came from a model and is not in the inventory gets a question
-from a per-category template.
+from a per-category template. Without a ledger (InterOPT without Stage 1) the candidate agents read what is still
+open from the transcript (:func:`transcript_open_gaps`); the local alignment check is ``alignment.py``.
 """
 
 from __future__ import annotations
@@ -27,6 +28,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from tasks.clarifiers import alignment
+from tasks.clarifiers.alignment import CHOICE_PICK, D_REPLY, USER_PREFIX_RE, is_non_answer
 from tasks.clarifiers.gaps import GapCandidate, active, all_gaps, brief_facts, goal_sentence
 from tasks.clarifiers.ledger import MAX_NEW_PER_TURN, GapRow, GapUpdate, normalise
 from tasks.episodes.records import PublicTurn
@@ -66,13 +69,6 @@ class QA(BaseModel):
     non_answer: bool
 
 
-NON_ANSWER = re.compile(
-    r"still needs? (internal )?confirm|needs? (internal )?confirmation|(can't|cannot|can not) (give|say|tell)|"
-    r"firm answer|not (yet )?(sure|decided|confirmed)|(don't|do not) know|"
-    r"no information|to be confirmed|\btbd\b|unclear|undecided|no idea", re.I)
-CHOICE_PICK = re.compile(r"selected option ([ABC])\b", re.I)
-D_REPLY = re.compile(r"none of the offered options match\.?\s*(.*)", re.I | re.S)
-USER_PREFIX_RE = re.compile(r"^\s*business user response:\s*", re.I)
 OPTION_LINE = re.compile(r"^\s*([ABC])\.\s+(.+)$")
 
 
@@ -86,10 +82,6 @@ def parse_agent_turn(content: str) -> tuple[str, dict[str, str]]:
     question_lines = [line for line in lines if not OPTION_LINE.match(line) and line.strip() != "Options:"]
     question = re.sub(r"^\s*(QUESTION|Question)\s*:\s*", "", " ".join(question_lines).strip())
     return question, options
-
-
-def is_non_answer(text: str) -> bool:
-    return bool(NON_ANSWER.search(text)) or not re.search(r"[A-Za-z0-9]", text)
 
 
 def qa_pairs(transcript: Sequence[PublicTurn]) -> list[QA]:
@@ -308,6 +300,59 @@ def inventory_new_gaps(brief: str, transcript: Sequence[PublicTurn], ledger: Seq
             if normalise(g.description) not in known and not settled_by_transcript(g, transcript, asked)]
 
 
+RULE_FAMILY = {"constraint_set": "rules", "hard_soft_policy": "rules", "feasible_rule": "rules"}
+MAX_TRANSCRIPT_ASKS = 2
+"""Without a ledger, a gap asked this often without a settling reply is let go."""
+
+
+class TranscriptGap(BaseModel):
+    """A gap that an agent without a ledger reads as still open from the public transcript."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    gap: GapCandidate
+    asks: int
+    """How often its question (or a narrower variant) was asked without a reply that settled it."""
+
+
+def _reply_settles(gap: GapCandidate, qa: QA, brief: str, question: str) -> bool:
+    return alignment.judge(brief=brief, category=gap.category, description=gap.description, question=question,
+                           options=qa.options if question == qa.question else {}, reply=qa.reply).settled
+
+
+def _settled_in_passing(gap: GapCandidate, qa: QA, brief: str) -> bool:
+    """A free-text reply to another question that states a rule of this gap's kind for this gap's subject."""
+    if qa.choice in ("A", "B", "C") or qa.non_answer:
+        return False
+    subject = alignment.subjects(brief, f"{gap.question} {gap.description}")
+    if not subject or not subject & alignment.subjects(brief, qa.answer):
+        return False
+    kind = guess_category(qa.answer)
+    if RULE_FAMILY.get(kind, kind) != RULE_FAMILY.get(gap.category, gap.category):
+        return False
+    return _reply_settles(gap, qa, brief, gap.question)
+
+
+def transcript_open_gaps(brief: str, transcript: Sequence[PublicTurn]) -> list[TranscriptGap]:
+    """What an agent without a ledger (InterOPT without Stage 1) infers is still open, from the brief and the public
+    transcript alone: an inventory gap stays open until a reply to its question settles it (the alignment judgement,
+    ``alignment.py``), so an unsettled one is asked again, narrower, up to :data:`MAX_TRANSCRIPT_ASKS` times; and a
+    free-text reply to another question that already states a rule for the gap's subject closes it unasked. The
+    ledger, by contrast, marks a gap ASKED whatever the reply and never revisits it."""
+    pairs = qa_pairs(transcript)
+    out: list[TranscriptGap] = []
+    for gap in all_gaps(brief):
+        variants = [normalise(v) for v in gap_question_variants(gap)]
+        own = [qa for qa in pairs if any(v in normalise(qa.question) for v in variants)
+               or (gap.category == "objective" and guess_category(qa.question) == "objective")]
+        if any(_reply_settles(gap, qa, brief, qa.question) for qa in own) or len(own) >= MAX_TRANSCRIPT_ASKS:
+            continue
+        if any(_settled_in_passing(gap, qa, brief) for qa in pairs if qa not in own):
+            continue
+        out.append(TranscriptGap(gap=gap, asks=len(own)))
+    return out
+
+
 def gap_search_local(inp: GapSearchInput) -> GapSearchOutput:
     new = inventory_new_gaps(inp.brief, inp.transcript, inp.ledger)[:MAX_NEW_PER_TURN]
     if not new:
@@ -352,6 +397,8 @@ class CandidateInput(BaseModel):
     brief: str
     transcript: list[PublicTurn] = []
     open_gaps: list[GapRow] = Field(default=[], description="The OPEN ledger gaps; every candidate binds to one.")
+    ledger: bool = Field(default=True, description="False without Stage 1: there is no ledger, so what is still open "
+                                                   "must be read from the transcript.")
     attempt: int = 1
     feedback: str = ""
     """Why the previous attempt was rejected (binding or format), empty on the first attempt."""
@@ -404,14 +451,19 @@ def unguided_gaps(brief: str, transcript: Sequence[PublicTurn]) -> list[GapCandi
     return [g for g in gaps if g.key not in done and g.category not in covered]
 
 
-def _free_rows(brief: str, transcript: Sequence[PublicTurn]) -> list[GapRow]:
-    """Without open ledger gaps: the agent's own view of what is still open."""
+def _free_rows(brief: str, transcript: Sequence[PublicTurn], ledger: bool) -> list[GapRow]:
+    """Without open ledger gaps: the agent's own view of what is still open. With a ledger whose gaps were all asked,
+    the free reading of a generic agent (one gap per category); without a ledger, the transcript reading."""
+    if ledger:
+        found = [(g, 0) for g in unguided_gaps(brief, transcript)]
+    else:
+        found = [(t.gap, t.asks) for t in transcript_open_gaps(brief, transcript)]
     return [GapRow(gap_id="NONE", category=g.category, description=g.description, evidence_quote=g.evidence_quote,
-                   created_turn=1, updated_turn=1) for g in unguided_gaps(brief, transcript)]
+                   created_turn=1, updated_turn=1, ask_count=asks) for g, asks in found]
 
 
 def candidate_local(inp: CandidateInput) -> CandidateOutput:
-    rows = _ranked(inp.open_gaps) if inp.open_gaps else _free_rows(inp.brief, inp.transcript)
+    rows = _ranked(inp.open_gaps or _free_rows(inp.brief, inp.transcript, inp.ledger))
     unresolved = [r.description for r in rows]
     state = build_state(inp.brief, inp.transcript, unresolved)
     if not rows:
@@ -542,7 +594,7 @@ def direct_local(inp: DirectInput) -> DirectOutput:
     if not pool:
         return DirectOutput(decision="READY", search_summary=summary,
                             summary=compose_summary(inp.brief, inp.transcript, []))
-    ref, row = min(pool, key=lambda p: (category_rank(p[1].category), p[0].startswith("N"), p[0]))
+    ref, row = pool[0]  # no candidates, no selector: the oldest OPEN gap, in the ledger's order of discovery
     q = _choice_question(row, inp.brief, ref)
     return DirectOutput(decision="ASK", search_summary=summary, updates=updates, selected_gap_ref=ref,
                         question=q.question, options=q.options)
@@ -558,6 +610,7 @@ DIRECT_SPEC = RoleSpec(name="or_direct_question", input_model=DirectInput, outpu
 class AlignmentInput(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
+    brief: str = Field(default="", description="The public request (the local backend reads its entity names).")
     gap_category: str
     gap_description: str
     question: str
@@ -573,17 +626,9 @@ class AlignmentOutput(BaseModel):
 
 
 def alignment_local(inp: AlignmentInput) -> AlignmentOutput:
-    reply = inp.reply.strip()
-    if m := CHOICE_PICK.search(reply):
-        letter = m.group(1)
-        if letter in inp.options or not inp.options:
-            return AlignmentOutput(settled=True, rationale=f"The user picked option {letter}, a definite answer.")
-        return AlignmentOutput(settled=False, rationale=f"Option {letter} was not offered.")
-    text = (m.group(1) if (m := D_REPLY.search(reply)) else USER_PREFIX_RE.sub("", reply)).strip()
-    if is_non_answer(text):
-        return AlignmentOutput(settled=False, rationale="The reply does not commit to an answer; the point still needs "
-                                                        "confirmation.")
-    return AlignmentOutput(settled=True, rationale="The reply states a definite fact on the asked point.")
+    verdict = alignment.judge(brief=inp.brief, category=inp.gap_category, description=inp.gap_description,
+                              question=inp.question, options=inp.options, reply=inp.reply)
+    return AlignmentOutput(settled=verdict.settled, rationale=verdict.rationale)
 
 
 ALIGNMENT_SPEC = RoleSpec(name="or_gap_alignment", input_model=AlignmentInput, output_model=AlignmentOutput,
@@ -716,7 +761,8 @@ def open_confidence(transcript: Sequence[PublicTurn], remaining: int) -> float:
 def open_candidate_local(inp: OpenCandidateInput) -> OpenCandidateOutput:
     guidance = inp.guidance
     if guidance is None:
-        own = [to_open_gap(g) for g in unguided_gaps(inp.brief, inp.transcript)[:5]]
+        found = sorted(transcript_open_gaps(inp.brief, inp.transcript), key=lambda t: category_rank(t.gap.category))
+        own = [to_open_gap(t.gap, "partially answered" if t.asks else "not stated") for t in found[:5]]
         guidance = OpenGapSearchOutput(search_summary="own reading of the request", ready_to_model=not own, gaps=own)
     gaps = list(guidance.gaps)
     if guidance.ready_to_model or not gaps:
