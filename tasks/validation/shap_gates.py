@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -89,6 +90,7 @@ def _check_booster(path: Path, feature_names: list[str], artifact: str) -> None:
 
     if not path.is_file():
         raise GateError(artifact, "file missing")
+    _check_model_text(path.read_text(encoding="utf-8", errors="replace"), artifact)
     try:
         booster = lightgbm.Booster(model_file=str(path))
         predicted = np.asarray(booster.predict(np.zeros((2, len(feature_names)))), dtype=np.float64)
@@ -99,6 +101,18 @@ def _check_booster(path: Path, feature_names: list[str], artifact: str) -> None:
                                   f"model.json names {len(feature_names)}")
     if predicted.shape != (2,) or not np.all(np.isfinite(predicted)) or not np.all((predicted >= 0) & (predicted <= 1)):
         raise GateError(artifact, f"predictions are not probabilities: {predicted.tolist()}")
+
+
+def _check_model_text(text: str, artifact: str) -> None:
+    """The layout ``Booster.model_to_string`` writes, checked as text first: LightGBM aborts the whole process (no
+    exception) on some truncated files."""
+    sizes = re.search(r"^tree_sizes=([0-9 ]*)$", text, re.MULTILINE)
+    trees = len(re.findall(r"^Tree=\d+$", text, re.MULTILINE))
+    if not text.startswith("tree\n") or sizes is None or "\nend of trees\n" not in text \
+            or "end of parameters" not in text:
+        raise GateError(artifact, "not a complete LightGBM model file (truncated?)")
+    if len(sizes.group(1).split()) != trees:
+        raise GateError(artifact, f"tree_sizes lists {len(sizes.group(1).split())} trees, the file holds {trees}")
 
 
 def calibration_frame(folder: Path, artifact: str):
