@@ -85,13 +85,13 @@ def test_adapter_gate_refuses_a_truncated_or_missing_weights_file(trained, tmp_p
     adapter = _copy(trained, tmp_path)
     weights = adapter / "adapter_model.safetensors"
     weights.write_bytes(weights.read_bytes()[: weights.stat().st_size // 2])
-    with pytest.raises(GateError, match="data/models/sft: adapter_model.safetensors unreadable"):
+    with pytest.raises(GateError, match=r"data/models/sft: adapter_model.safetensors unreadable"):
         _check(adapter)
     weights.write_bytes(b"\0" * 16)
     with pytest.raises(GateError, match="is 16 bytes"):
         _check(adapter)
     weights.unlink()
-    with pytest.raises(GateError, match="adapter_model.safetensors missing"):
+    with pytest.raises(GateError, match=r"adapter_model.safetensors missing"):
         _check(adapter)
 
 
@@ -173,7 +173,7 @@ def test_truncated_model_txt_fails(shap_folder, tmp_path):
     folder = _shap_copy(shap_folder, tmp_path)
     text = (folder / "model.txt").read_text()
     (folder / "model.txt").write_text(text[: len(text) // 3])
-    with pytest.raises(GateError, match="data/shap/model.txt"):
+    with pytest.raises(GateError, match=r"data/shap/model.txt"):
         gate_surrogate(folder, rows=shap_folder[1])
 
 
@@ -185,11 +185,11 @@ def test_model_json_with_wrong_features_or_rows_fails(shap_folder, tmp_path):
     with pytest.raises(GateError, match=r"data/shap/model.json: rows is \d+ but the runs table has 7"):
         gate_surrogate(folder, rows=7)
     (folder / "model.json").write_text(json.dumps({**meta, "feature_names": meta["feature_names"][:-1] + ["extra"]}))
-    with pytest.raises(GateError, match="data/shap/model.txt: expects"):
+    with pytest.raises(GateError, match=r"data/shap/model.txt: expects"):
         gate_surrogate(folder, rows=shap_folder[1])
     del meta["profiles"]
     (folder / "model.json").write_text(json.dumps(meta))
-    with pytest.raises(GateError, match="data/shap/model.json: profiles: Field required"):
+    with pytest.raises(GateError, match=r"data/shap/model.json: profiles: Field required"):
         gate_surrogate(folder, rows=shap_folder[1])
 
 
@@ -200,7 +200,7 @@ def test_calibration_probability_out_of_range_fails(shap_folder, tmp_path):
     bins = json.loads((folder / "calibration.json").read_text())
     bins[0]["mean_predicted"] = 1.5
     (folder / "calibration.json").write_text(json.dumps(bins))
-    with pytest.raises(GateError, match="data/shap/calibration.json: bin 0: mean_predicted"):
+    with pytest.raises(GateError, match=r"data/shap/calibration.json: bin 0: mean_predicted"):
         gate_shap_tables(folder, rows=shap_folder[1])
 
 
@@ -211,12 +211,12 @@ def test_shap_values_with_nan_or_wrong_rows_or_columns_fail(shap_folder, tmp_pat
 
     folder, rows = _shap_copy(shap_folder, tmp_path), shap_folder[1]
     frame = pd.read_csv(folder / "shap_values.csv")
-    with pytest.raises(GateError, match="data/shap/shap_values.csv: .*expect_table_row_count_to_equal"):
+    with pytest.raises(GateError, match=r"data/shap/shap_values.csv: .*expect_table_row_count_to_equal"):
         gate_shap_tables(folder, rows=rows + 1)
     column = next(c for c in frame.columns if c.startswith("shap_"))
     frame.loc[3, column] = math.nan
     frame.to_csv(folder / "shap_values.csv", index=False)
-    with pytest.raises(GateError, match=r"data/shap/shap_values.csv: .*expect_column_values_to_be_in_set\(row_finite\)"):
+    with pytest.raises(GateError, match=r"shap_values.csv: .*expect_column_values_to_be_in_set\(row_finite\)"):
         gate_shap_tables(folder, rows=rows)
     frame.drop(columns=[column]).assign(**{column: 0.0}).to_csv(folder / "shap_values.csv", index=False)
     with pytest.raises(GateError, match="expect_table_columns_to_match_ordered_list"):
@@ -318,7 +318,7 @@ def test_bridge_manifest_must_list_exactly_the_files(tmp_path):
         _gate_bridge(folder)
     (folder / "extra.jsonl").unlink()
     (folder / "no_questions.jsonl").write_text((folder / "no_questions.jsonl").read_text().splitlines()[0] + "\n")
-    with pytest.raises(GateError, match="data/eval/swe/bridge/no_questions.jsonl: rows do not match"):
+    with pytest.raises(GateError, match=r"data/eval/swe/bridge/no_questions.jsonl: rows do not match"):
         _gate_bridge(folder)
 
 
@@ -425,7 +425,7 @@ def test_failing_report_gate_keeps_the_previous_report_and_metrics(tmp_path, mon
     original = tasks.reporting.render_html
     monkeypatch.setattr(tasks.reporting, "render_html",
                         lambda page: original(page).replace("</main>", '<img src="https://x.org/a.png"></main>'))
-    with pytest.raises(GateError, match="data/report/report.html: loads a remote asset"):
+    with pytest.raises(GateError, match=r"data/report/report.html: loads a remote asset"):
         report()
     assert _tree(tmp_path / "data" / "report") == before
     assert (tmp_path / "data" / "metrics" / "report.json").read_bytes() == metrics_before
