@@ -251,6 +251,17 @@ def test_recovery_curves_pass(tmp_path):
     assert len(recovery_frame(tmp_path / "recovery.json", "recovery.json")) == 3 * 3  # 2 all_slot + 1 core curve
 
 
+def test_curves_from_real_episodes_pass(tmp_path):
+    """The curves ``tasks.evaluation.metrics.recovery_curves`` computes for the metrics tests' hand-built runs."""
+    from tasks.evaluation import metrics
+    from tests.test_evaluation_metrics import runs
+
+    eps, judged, cases = runs.__wrapped__()
+    curves = metrics.recovery_curves(eps, judged, cases, n_resamples=50)
+    assert curves["curves"]["open::m"]["core"] is not None
+    _gate_recovery(tmp_path, curves)
+
+
 @pytest.mark.parametrize(("corrupt", "message"), [
     (lambda d: d.update(questions=[0, 2, 1]), r"expect_column_values_to_be_between\(x_step\)"),
     (lambda d: d["curves"]["open::freeqa"]["all_slot"]["mean"].__setitem__(1, 1.5),
@@ -309,6 +320,15 @@ def test_corrupted_bridge_rows_fail(tmp_path, field, value, message):
     _bridge(folder, rows)
     with pytest.raises(GateError, match=r"data/eval/swe/bridge: .*" + message):
         _gate_bridge(folder)
+
+
+def test_the_swe_evaluations_own_bridge_export_passes(tmp_path):
+    from tests.test_swe_eval import METHODS, FakePolicy, project, run
+
+    root, settings = project(tmp_path, METHODS)
+    run(root, settings, tmp_path / "out", FakePolicy())
+    _gate_bridge(tmp_path / "out" / "bridge")
+    assert len(list((tmp_path / "out" / "bridge").glob("*.jsonl"))) >= 2
 
 
 def test_bridge_manifest_must_list_exactly_the_files(tmp_path):
