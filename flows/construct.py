@@ -49,6 +49,7 @@ def construct(domain: str, params: str = "params.yaml", refresh_cache: bool = Fa
     from tasks.splits import construct_split, split_frame
     from tasks.store import atomic_write_json, publish_dir, staged_dir
     from tasks.validation import gate
+    from tasks.validation.stage_metrics import check_stage_metrics, count_lines
 
     root, dom, cfg, roles = prepare(domain, params)
     started = time.monotonic()
@@ -62,6 +63,8 @@ def construct(domain: str, params: str = "params.yaml", refresh_cache: bool = Fa
         suite, table = dom.validation_table(result)
         gate(suite, table, artifact=f"data/cases/{domain}", results_dir=results_dir)
         gate("case_splits", split_frame(result.cases), artifact=f"data/cases/{domain}", results_dir=results_dir)
+        check_stage_metrics(f"construct/{domain}", result.metrics,
+                            counts={"cases": count_lines(staging / "cases.jsonl")})
         publish_dir(staging, out_dir)
     atomic_write_json(root / "data" / "metrics" / "stages" / "construct" / f"{domain}.json", result.metrics)
     summary = {

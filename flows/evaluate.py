@@ -148,6 +148,8 @@ def evaluate_episodes(domain: str, params: str, out: str | None, runner: str | N
     from tasks.splits import split_counts
     from tasks.store import atomic_write_json, publish_dir, staged_dir
     from tasks.validation import gate
+    from tasks.validation.eval_gates import gate_recovery
+    from tasks.validation.stage_metrics import check_stage_metrics
 
     root, cfg, settings, cases = prepare(domain, params)
     store = UnitStore(root / ".cache" / "eval" / domain)
@@ -164,6 +166,8 @@ def evaluate_episodes(domain: str, params: str, out: str | None, runner: str | N
         gate("or_summary", eval_metrics.summary_frame(summary), artifact=f"{out_dir.relative_to(root)}/summary.json",
              results_dir=results_dir)
         check_ladder(summary, settings, artifact=f"{out_dir.relative_to(root)}/summary.json")
+        gate_recovery(staging / "recovery.json", artifact=f"{out_dir.relative_to(root)}/recovery.json",
+                      results_dir=results_dir)
         report = (staging / "report.md").read_text(encoding="utf-8")
         publish_dir(staging, out_dir)
     publish_report(report, key=f"evaluate-{domain}")
@@ -173,6 +177,7 @@ def evaluate_episodes(domain: str, params: str, out: str | None, runner: str | N
                          "policies": {name: row for name, row in check_policies(cases, settings).items()
                                       if row["split"] == "heldout"}},
                **metric_rows(summary["rows"], summary["reference_rows"], _episode_headline)}
+    check_stage_metrics(f"evaluate/{domain}", metrics, counts={"cases": len(cases)})
     atomic_write_json(root / "data" / "metrics" / "stages" / "evaluate" / f"{domain}.json", metrics)
     return {"domain": domain, "episodes": len(results), "played": stats.played, "reused": stats.reused,
             "rows": len(summary["rows"]) + len(summary["reference_rows"]),
@@ -202,6 +207,8 @@ def evaluate_questions(domain: str, params: str, out: str | None, runner: str | 
     from tasks.evaluation import swe
     from tasks.store import atomic_write_json, publish_dir, staged_dir
     from tasks.validation import gate
+    from tasks.validation.eval_gates import gate_bridge
+    from tasks.validation.stage_metrics import check_stage_metrics
 
     root, cfg, settings, inputs = prepare(domain, params)
     out_dir = output_dir(root, domain, out)
@@ -214,6 +221,7 @@ def evaluate_questions(domain: str, params: str, out: str | None, runner: str | 
              results_dir=results_dir)
         gate("swe_eval_rows", swe.rows_frame(staging), artifact=f"{out_dir.relative_to(root)}/rows.jsonl",
              results_dir=results_dir)
+        gate_bridge(staging / "bridge", artifact=f"{out_dir.relative_to(root)}/bridge", results_dir=results_dir)
         report = (staging / "report.md").read_text(encoding="utf-8")
         publish_dir(staging, out_dir)
     from tasks.evaluation.report import publish_report
@@ -222,6 +230,7 @@ def evaluate_questions(domain: str, params: str, out: str | None, runner: str | 
     metrics = {"backend": backend_line(cfg.roles, SWE_ROLES), "cases": len(inputs.cases),
                "split": swe.split_metrics(summary, inputs, settings),
                **metric_rows(summary["methods"], summary["reference_methods"], _swe_headline)}
+    check_stage_metrics(f"evaluate/{domain}", metrics, counts={"cases": len(inputs.cases)})
     atomic_write_json(root / "data" / "metrics" / "stages" / "evaluate" / f"{domain}.json", metrics)
     return {"domain": domain, "episodes": len(inputs.cases) * len(settings.methods),
             "played": run.get("computed", 0), "reused": run.get("reused", 0),

@@ -23,6 +23,7 @@ def report(params: str = "params.yaml") -> dict:
     from tasks.roles.config import describe_roles
     from tasks.store import atomic_write_json, publish_dir, repo_root, staged_dir
     from tasks.validation import gate
+    from tasks.validation.report_gate import gate_report
 
     root = repo_root()
     cfg = load_params(root / params)
@@ -33,6 +34,7 @@ def report(params: str = "params.yaml") -> dict:
         page = write_report(cfg.report.title, inputs, staging)
         gate("report_metrics", pd.DataFrame(rows or flatten({})), artifact="data/report",
              results_dir=root / ".cache" / "gx" / "results")
+        gate_report(staging, page)
         publish_dir(staging, out_dir)
     not_run = sorted(s.stage or s.key for s in page.walk() if s.missing)
     summary = {"stages": len(inputs.metrics), "metrics": len(rows), "figures": len(page.figures()),

@@ -71,6 +71,7 @@ def sft_data(params: str = "params.yaml") -> dict:
         staged_dir,
     )
     from tasks.validation import gate
+    from tasks.validation.stage_metrics import check_stage_metrics
 
     started = time.monotonic()
     root, cfg, cases, weights, weights_source, published = load_inputs(params)
@@ -110,6 +111,7 @@ def sft_data(params: str = "params.yaml") -> dict:
             "rows_published": sum(r.target_source == "published" for r in rows),
             **published_metrics(choices, len(cases)),
         }
+    check_stage_metrics("sft_data", metrics, counts={"rows": len(rows)})
     atomic_write_json(root / "data" / "metrics" / "stages" / "sft_data.json", metrics)
     return {**metrics, "seconds": round(time.monotonic() - started, 2)}
 

@@ -111,6 +111,8 @@ def shap_stage(params: str = "params.yaml") -> dict:
     from tasks.params import load_params
     from tasks.store import atomic_write_json, atomic_write_text, publish_dir, repo_root, staged_dir
     from tasks.validation import gate
+    from tasks.validation.shap_gates import gate_shap_tables, gate_surrogate
+    from tasks.validation.stage_metrics import check_stage_metrics
 
     root = repo_root()
     cfg = load_params(root / params).shap
@@ -144,6 +146,8 @@ def shap_stage(params: str = "params.yaml") -> dict:
         plot_data = plots.write_plots(staging / "plots", table, values, names, weights, paper=paper_weights(cfg),
                                       title_note=label)
         gate("shap_weights", pd.DataFrame(weight_rows), artifact="data/shap", results_dir=results_dir)
+        gate_surrogate(staging, rows=len(table))
+        gate_shap_tables(staging, rows=len(table), results_dir=results_dir)
         publish_dir(staging, out_dir)
     for name in ("weights", "success_by_hidden"):  # `dvc plots` data; the beeswarm's is shap_values.csv
         atomic_write_json(root / "data" / "plots" / "shap" / f"{name}.json", plot_data[name])
@@ -166,6 +170,7 @@ def shap_stage(params: str = "params.yaml") -> dict:
         "seconds": round(time.monotonic() - started, 2),
     }
     metrics = {k: v for k, v in metrics.items() if v is not None}
+    check_stage_metrics("shap", metrics, counts={"runs": len(table)})
     atomic_write_json(root / "data" / "metrics" / "stages" / "shap.json", metrics)
     return {"runs": len(table), "source": label, "top": weights["ranking"][0], "auc": fit.metrics.get("auc"),
             "seconds": metrics["seconds"]}

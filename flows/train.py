@@ -109,6 +109,8 @@ def _metrics(result, stage: str, profile_name: str, extra: dict) -> dict:
 
 def train(stage: str = "sft", params: str = "params.yaml") -> dict:
     from tasks.store import atomic_write_json
+    from tasks.validation.adapters import adapter_gate
+    from tasks.validation.stage_metrics import check_stage_metrics
 
     started = time.monotonic()
     root, cfg, profile, rows = prepare(stage, params)
@@ -120,20 +122,22 @@ def train(stage: str = "sft", params: str = "params.yaml") -> dict:
 
         record = training_record("sft", rows)
         result = train_sft(profile.model, None, [sft_row(r.incomplete_issue, r.completion[0]["content"]) for r in rows],
-                           profile, out_dir, records={TRAINING_SOURCES: record})
+                           profile, out_dir, records={TRAINING_SOURCES: record},
+                           check=adapter_gate(profile, f"data/models/{stage}"))
         extra = {"rows": len(rows), "split": "train", "train_source_ids": len(record["source_ids"])}
     else:
-        result, extra = _grpo(root, cfg, profile, rows, out_dir)
+        result, extra = _grpo(root, cfg, profile, rows, out_dir, check=adapter_gate(profile, f"data/models/{stage}"))
     from tasks.training.launch import is_main_process
 
     if is_main_process():
-        atomic_write_json(root / "data" / "metrics" / "stages" / f"{stage}.json",
-                          _metrics(result, stage, cfg.training.profile, extra))
+        metrics = _metrics(result, stage, cfg.training.profile, extra)
+        check_stage_metrics(stage, metrics)
+        atomic_write_json(root / "data" / "metrics" / "stages" / f"{stage}.json", metrics)
     return {"stage": stage, "steps": result.steps, "seconds": round(time.monotonic() - started, 1),
             "out": str(out_dir.relative_to(root))}
 
 
-def _grpo(root, cfg, profile, rows, out_dir):
+def _grpo(root, cfg, profile, rows, out_dir, check=None):
     import hashlib
 
     from tasks.rewards import trl_glue
@@ -165,7 +169,7 @@ def _grpo(root, cfg, profile, rows, out_dir):
     # the GRPO adapter sits on the merged SFT policy: LocalPolicy.from_adapter merges SFT first when it reads this
     records = {STACK_FILE: {"adapters": ["../sft/adapter"]}, TRAINING_SOURCES: record}
     result = train_grpo(model, tokenizer, dataset, functions, profile, out_dir,
-                        reward_weights=trl_glue.reward_weights(functions), records=records)
+                        reward_weights=trl_glue.reward_weights(functions), records=records, check=check)
     return result, {"prompts": len(dataset), "relevance_weights": weights_source(weights_path)[1], "split": "train",
                     "train_source_ids": len(record["source_ids"])}
 

@@ -254,10 +254,13 @@ def train_sft(
     profile: TrainProfile | str | None = None,
     out_dir: Path | str = "sft",
     records: Mapping[str, Any] | None = None,
+    check: Callable[[Path], None] | None = None,
 ) -> TrainResult:
     """LoRA SFT on conversational (``messages``) or prompt/completion rows; publishes ``out_dir`` atomically.
 
     ``records``: file name -> JSON written into ``out_dir`` with the adapter (e.g. the training source ids).
+    ``check``: called with the filled staging folder before it is published (a validation gate); if it raises,
+    ``out_dir`` keeps its previous contents.
 
     ``model_path_or_model``: a hub name, a folder, ``"smollm2-135m-instruct"`` or a built model (wrapped in place).
     """
@@ -286,6 +289,8 @@ def train_sft(
                          profile=profile, n_rows=len(rows), seconds=seconds, reward_names=[], weights=[],
                          records=records)
         if is_main_process():
+            if check is not None:
+                check(staging)
             publish_dir(staging, out_dir)
     return result
 
@@ -299,6 +304,7 @@ def train_grpo(
     out_dir: Path | str = "grpo",
     reward_weights: Mapping[str, float] | Sequence[float] | None = None,
     records: Mapping[str, Any] | None = None,
+    check: Callable[[Path], None] | None = None,
 ) -> TrainResult:
     """LoRA GRPO; every reward function is logged as ``rewards/<__name__>/mean``.
 
@@ -306,7 +312,7 @@ def train_grpo(
     lists aligned with the completions: ``f(prompts=, completions=, completion_ids=, **columns, trainer_state=,
     log_extra=, log_metric=)`` must return one float (or ``None``) per completion. ``reward_weights`` (else the
     profile's) sets each function's share of the advantage, e.g. 0 for the per-stage rewards and 1 for the gated
-    total: zero-weight functions are still computed and logged. ``records`` as for :func:`train_sft`.
+    total: zero-weight functions are still computed and logged. ``records`` and ``check`` as for :func:`train_sft`.
     """
     profile, out_dir = _profile(profile), Path(out_dir)
     rows = check_grpo_rows(dataset_rows)
@@ -344,6 +350,8 @@ def train_grpo(
                          profile=profile, n_rows=len(rows), seconds=seconds, reward_names=names, weights=weights,
                          records=records)
         if is_main_process():
+            if check is not None:
+                check(staging)
             publish_dir(staging, out_dir)
     return result
 

@@ -7,11 +7,12 @@ from typing import Any
 
 
 def build_suite(name: str, **options: Any) -> Any:
-    """``options``: ``min_per_class`` for ``shap_runs``; ``methods`` (known method names) for ``or_episodes``.
+    """``options``: ``min_per_class`` for ``shap_runs``; ``methods`` (known method names) for ``or_episodes``;
+    ``columns`` (the ordered column list) and ``rows`` (the row count) for ``shap_values``.
 
     Only the named suite is built, so a stage's gate loads the code behind its own suite and no other (the stage
     deps in ``dvc.yaml`` list exactly that code)."""
-    unknown = set(options) - {"min_per_class", "methods"}
+    unknown = set(options) - {"min_per_class", "methods", "columns", "rows"}
     if unknown:
         raise KeyError(f"unknown suite options: {', '.join(sorted(unknown))}")
     if name not in SUITES:
@@ -166,6 +167,55 @@ def _swe_eval_rows(E: Any, options: dict[str, Any]) -> list:
     ]
 
 
+def _shap_calibration(E: Any, options: dict[str, Any]) -> list:
+    """``data/shap/calibration.json`` bins (tasks.validation.shap_gates.calibration_frame)."""
+    return [
+        E.ExpectTableRowCountToBeBetween(min_value=1),
+        E.ExpectColumnValuesToBeUnique(column="bin"),
+        *_rates(E, ("lower", "upper", "mean_predicted", "observed_rate")),
+        E.ExpectColumnValuesToNotBeNull(column="mean_predicted"),
+        E.ExpectColumnValuesToNotBeNull(column="observed_rate"),
+        E.ExpectColumnPairValuesAToBeGreaterThanB(column_A="upper", column_B="lower", or_equal=False),
+        E.ExpectColumnValuesToBeBetween(column="count", min_value=1),
+    ]
+
+
+def _shap_values(E: Any, options: dict[str, Any]) -> list:
+    """``data/shap/shap_values.csv`` (tasks.validation.shap_gates.shap_values_frame): one finite row per run."""
+    return [
+        E.ExpectTableColumnsToMatchOrderedList(column_list=list(options["columns"])),
+        E.ExpectTableRowCountToEqual(value=int(options["rows"])),
+        E.ExpectColumnValuesToNotBeNull(column="variant_id"),
+        E.ExpectColumnValuesToBeInSet(column="row_finite", value_set=[True]),
+    ]
+
+
+def _recovery_curves(E: Any, options: dict[str, Any]) -> list:
+    """``recovery.json`` points (tasks.validation.eval_gates.recovery_frame)."""
+    return [
+        E.ExpectTableRowCountToBeBetween(min_value=1),
+        E.ExpectColumnValuesToBeBetween(column="x", min_value=0),
+        E.ExpectColumnValuesToBeBetween(column="x_step", min_value=0),  # x non-decreasing along each curve
+        E.ExpectColumnValuesToNotBeNull(column="mean"),
+        *_rates(E, ("mean", "low", "high")),
+        E.ExpectColumnValuesToBeInSet(column="lengths_match_x", value_set=[True]),
+    ]
+
+
+def _bridge_rows(E: Any, options: dict[str, Any]) -> list:
+    """Rows of the SWE-bench-style exports under ``bridge/`` (tasks.validation.eval_gates.bridge_frame)."""
+    return [
+        E.ExpectTableRowCountToBeBetween(min_value=1),
+        E.ExpectColumnValuesToBeUnique(column="key"),  # instance_id unique per file
+        E.ExpectColumnValuesToNotBeNull(column="instance_id"),
+        E.ExpectColumnValueLengthsToBeBetween(column="instance_id", min_value=1),
+        E.ExpectColumnValuesToBeBetween(column="problem_statement_chars", min_value=1),
+        E.ExpectColumnValuesToNotBeNull(column="repo"),
+        E.ExpectColumnValueLengthsToBeBetween(column="repo", min_value=1),
+        # base_commit where the source knows it (the CLARITI workbook); the sample issues carry none
+        E.ExpectColumnValuesToMatchRegex(column="base_commit", regex=r"^\S+$"),
+    ]
+
 
 def _rates(E: Any, names: Sequence[str]) -> list:
     return [E.ExpectColumnValuesToBeBetween(column=name, min_value=0.0, max_value=1.0) for name in names]
@@ -198,4 +248,8 @@ SUITES: dict[str, Callable[[Any, dict[str, Any]], list]] = {
     "or_summary": _or_summary,
     "swe_eval_summary": _swe_eval_summary,
     "swe_eval_rows": _swe_eval_rows,
+    "shap_calibration": _shap_calibration,
+    "shap_values": _shap_values,
+    "recovery_curves": _recovery_curves,
+    "bridge_rows": _bridge_rows,
 }
