@@ -198,7 +198,7 @@ def check_ladder(summary: dict, settings, *, artifact: str) -> list[str]:
     if found and settings.sanity.check == "error":
         raise GateError(artifact, "sanity ladder failed: " + "; ".join(found))
     for line in found:
-        print(f"sanity ladder: {line}", file=sys.stderr)
+        print(f"sanity ladder: {line}")
     return found
 
 
