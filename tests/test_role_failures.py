@@ -82,7 +82,7 @@ def _evaluate_params(project, **roles) -> dict:
 @pytest.mark.prefect
 def test_a_judge_failing_every_call_stops_evaluate_below_the_threshold_it_publishes(project, prefect_api):
     write_params(project, _evaluate_params(project, or_session_judge=FAILING))
-    proc = python(project, "-m", "flows.evaluate", "--domain", "optimization", check=False, timeout=1200)
+    proc = python(project, "-m", "flows.evaluate", "--domain", "optimization", check=False)
     assert proc.returncode == 3, proc.stderr
     [line] = [x for x in proc.stderr.splitlines() if x.startswith("error:")]
     assert "role or_session_judge failed 1 of 1 requests" in line and "rate 1.00" in line, proc.stderr
@@ -92,7 +92,7 @@ def test_a_judge_failing_every_call_stops_evaluate_below_the_threshold_it_publis
     params = _evaluate_params(project, or_session_judge=FAILING)
     params["roles"]["max_failure_rate"] = 1.0
     write_params(project, params)
-    python(project, "-m", "flows.evaluate", "--domain", "optimization", timeout=1200)
+    python(project, "-m", "flows.evaluate", "--domain", "optimization")
     metrics = json.loads(_metrics(project, "evaluate/optimization"))
     assert metrics["role_failures"] == {"or_session_judge": 1}
     assert metrics["fallbacks"] == {"or_question_selector": 0}
