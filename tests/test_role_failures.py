@@ -97,3 +97,48 @@ def test_a_judge_failing_every_call_stops_evaluate_below_the_threshold_it_publis
     assert metrics["role_failures"] == {"or_session_judge": 1}
     assert metrics["fallbacks"] == {"or_question_selector": 0}
     assert "or_session_judge=mock/always-fails" in metrics["backend"]
+
+
+def test_agent_failures_and_selector_fallbacks_are_counted_from_the_episodes():
+    from types import SimpleNamespace
+
+    from flows.evaluate import backend_line
+    from tasks.episodes.records import RoleUsage
+    from tasks.roles.config import RoleConfig, RolesParams
+    from tasks.roles.failures import (
+        RoleFailureRateError,
+        check_failure_rates,
+        episode_failure_counts,
+        episode_fallbacks,
+    )
+
+    roles = RolesParams(or_question_selector=RoleConfig(backend="llm", model="mock/x"))
+    results = [SimpleNamespace(
+        episode=SimpleNamespace(usage={"or_question_selector": RoleUsage(requests=3, failures=3),
+                                       "or_open_user": RoleUsage(requests=5)},  # local: never counted
+                                counters={"selector_calls": 3.0, "selector_fallbacks": 1.0}),
+        judge=SimpleNamespace(judge_failed=False, summary="")) for _ in range(2)]
+    counts = episode_failure_counts(results, roles)
+    assert [(c.role, c.failures, c.total) for c in counts] == [("or_question_selector", 6, 6)]
+    with pytest.raises(RoleFailureRateError, match="role or_question_selector failed 6 of 6 requests"):
+        check_failure_rates(counts, roles.max_failure_rate, stage="evaluate@optimization")
+    check_failure_rates(counts, 1.0, stage="evaluate@optimization")  # 1.0: never fails
+    fallbacks = episode_fallbacks(results)
+    assert fallbacks == {"or_question_selector": 2}
+    assert "or_question_selector=mock/x (2 selections fell back to Q1)" in backend_line(roles, fallbacks=fallbacks)
+
+
+def test_metrics_that_cannot_be_written_stop_the_publish(tmp_path):
+    from tasks.stage_metrics import metrics_path, publish_with_metrics, split_timings
+
+    assert split_timings({"a": 1, "seconds": 2.5, "roles": {"r": {"requests": 3, "latency_s": 0.1}}}) == (
+        {"a": 1, "roles": {"r": {"requests": 3}}}, {"seconds": 2.5, "roles": {"r": {"latency_s": 0.1}}})
+    old = metrics_path(tmp_path, "construct/x")
+    old.parent.mkdir(parents=True)
+    old.write_text('{"cases": 1}\n')
+    staging = tmp_path / "staging"
+    staging.mkdir()
+    (staging / "cases.jsonl").write_text("{}\n")
+    with pytest.raises(TypeError):
+        publish_with_metrics(staging, tmp_path / "cases", tmp_path, "construct/x", {"cases": object()})
+    assert not (tmp_path / "cases").exists() and old.read_text() == '{"cases": 1}\n'
