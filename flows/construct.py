@@ -1,6 +1,8 @@
 """construct@<domain>: turn a domain's sources into benchmark cases, validate them, publish them atomically.
 
-Outputs: ``data/cases/<domain>/`` (cases) and ``data/metrics/stages/construct/<domain>.json`` (DVC metrics).
+Outputs: ``data/cases/<domain>/`` (cases) and ``data/metrics/stages/construct/<domain>.json`` (DVC metrics; the
+roles' wall-clock ``latency_s`` goes to ``data/metrics/timings/construct/<domain>.json``, ``tasks/stage_metrics.py``).
+A role whose share of failed requests is above ``roles.max_failure_rate`` stops the stage (``tasks/roles/failures.py``).
 Every case records the domain's one train/heldout split of its source id (``construct.<domain>.heldout_fraction``,
 ``split_seed``; ``tasks/splits.py``); the metrics count cases and source ids per split.
 The gate runs before anything is published: a failing suite leaves the previous outputs untouched.
@@ -46,8 +48,10 @@ def prepare(domain: str, params: str = "params.yaml"):
 
 def construct(domain: str, params: str = "params.yaml", refresh_cache: bool = False) -> dict:
     """The flow body: returns a summary with the number of task bodies executed and served from cache."""
+    from tasks.roles.failures import check_failure_rates, counts_from_usage
     from tasks.splits import construct_split, split_frame
-    from tasks.store import atomic_write_json, publish_dir, staged_dir
+    from tasks.stage_metrics import publish_with_metrics
+    from tasks.store import staged_dir
     from tasks.validation import gate
     from tasks.validation.stage_metrics import check_stage_metrics, count_lines
 
@@ -56,6 +60,9 @@ def construct(domain: str, params: str = "params.yaml", refresh_cache: bool = Fa
     result = dom.construct(cfg, root, roles=roles, refresh_cache=refresh_cache)
     # the one train/heldout split of this domain, by source id (after the cached tasks: it never reruns them)
     result.cases, result.metrics["split"] = construct_split(result.cases, cfg.heldout_fraction, cfg.split_seed)
+    # a role that failed on too many requests stops the stage before anything is written
+    check_failure_rates(counts_from_usage(result.metrics.get("roles", {})), roles.max_failure_rate,
+                        stage=f"construct@{domain}")
     out_dir = root / "data" / "cases" / domain
     results_dir = root / ".cache" / "gx" / "results"
     with staged_dir(out_dir) as staging:
@@ -65,8 +72,7 @@ def construct(domain: str, params: str = "params.yaml", refresh_cache: bool = Fa
         gate("case_splits", split_frame(result.cases), artifact=f"data/cases/{domain}", results_dir=results_dir)
         check_stage_metrics(f"construct/{domain}", result.metrics,
                             counts={"cases": count_lines(staging / "cases.jsonl")})
-        publish_dir(staging, out_dir)
-    atomic_write_json(root / "data" / "metrics" / "stages" / "construct" / f"{domain}.json", result.metrics)
+        publish_with_metrics(staging, out_dir, root, f"construct/{domain}", result.metrics)
     summary = {
         "domain": domain,
         "cases": len(result.cases),

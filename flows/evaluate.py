@@ -36,9 +36,13 @@ EVAL_ROLES = ("or_open_user", "or_choice_user", "question_detector", "slot_hit_j
               "or_direct_question", "or_gap_alignment")
 
 
-def backend_line(roles, names=EVAL_ROLES) -> str:
-    """Which backend produced the numbers: every evaluation role local, or the LLM roles by model."""
-    llm = [f"{name}={roles.get(name).model}" for name in names if roles.get(name).backend == "llm"]
+def backend_line(roles, names=EVAL_ROLES, fallbacks: dict[str, int] | None = None) -> str:
+    """Which backend produced the numbers: every evaluation role local, or the LLM roles by model (with the
+    fallbacks the stage counted, e.g. ``or_question_selector=mock/x (3 selections fell back to Q1)``)."""
+    fallbacks = fallbacks or {}
+    llm = [f"{name}={roles.get(name).model}" + (f" ({fallbacks[name]} selections fell back to Q1)"
+                                                 if fallbacks.get(name) else "")
+           for name in names if roles.get(name).backend == "llm"]
     if not llm:
         return "local backends for every evaluation role (simulated user, detector, judges, agents)"
     return f"llm roles: {', '.join(llm)}; all other roles local"
@@ -145,8 +149,10 @@ def evaluate_episodes(domain: str, params: str, out: str | None, runner: str | N
     from tasks.evaluation.report import publish_report
     from tasks.evaluation.runs import UnitStore, check_policies
     from tasks.llm.client import default_client
+    from tasks.roles.failures import check_failure_rates, episode_failure_counts, episode_fallbacks
     from tasks.splits import split_counts
-    from tasks.store import atomic_write_json, publish_dir, staged_dir
+    from tasks.stage_metrics import publish_with_metrics
+    from tasks.store import staged_dir
     from tasks.validation import gate
     from tasks.validation.eval_gates import gate_recovery
     from tasks.validation.stage_metrics import check_stage_metrics
@@ -156,6 +162,9 @@ def evaluate_episodes(domain: str, params: str, out: str | None, runner: str | N
     client = default_client()
     bar = _progress_bar()
     results, stats = play(cases, settings, cfg.roles, store, client=client, runner=runner, progress=bar)
+    # a role (a judge, an agent, the simulated user) that failed too often stops the stage before anything is written
+    failures = episode_failure_counts(results, cfg.roles)
+    check_failure_rates(failures, cfg.roles.max_failure_rate, stage=f"evaluate@{domain}")
     out_dir = output_dir(root, domain, out)
     results_dir = root / ".cache" / "gx" / "results"
     with staged_dir(out_dir) as staging:
@@ -169,16 +178,17 @@ def evaluate_episodes(domain: str, params: str, out: str | None, runner: str | N
         gate_recovery(staging / "recovery.json", artifact=f"{out_dir.relative_to(root)}/recovery.json",
                       results_dir=results_dir)
         report = (staging / "report.md").read_text(encoding="utf-8")
-        publish_dir(staging, out_dir)
+        fallbacks = episode_fallbacks(results)
+        metrics = {"backend": backend_line(cfg.roles, fallbacks=fallbacks), "cases": len(cases),
+                   "repeats": settings.repeats, "episodes": len(results),
+                   "role_failures": {c.role: c.failures for c in failures}, "fallbacks": fallbacks,
+                   "split": {"evaluated": "all (policy rows: heldout)", "cases": split_counts(cases),
+                             "policies": {name: row for name, row in check_policies(cases, settings).items()
+                                          if row["split"] == "heldout"}},
+                   **metric_rows(summary["rows"], summary["reference_rows"], _episode_headline)}
+        check_stage_metrics(f"evaluate/{domain}", metrics, counts={"cases": len(cases)})
+        publish_with_metrics(staging, out_dir, root, f"evaluate/{domain}", metrics)
     publish_report(report, key=f"evaluate-{domain}")
-    metrics = {"backend": backend_line(cfg.roles), "cases": len(cases), "repeats": settings.repeats,
-               "episodes": len(results),
-               "split": {"evaluated": "all (policy rows: heldout)", "cases": split_counts(cases),
-                         "policies": {name: row for name, row in check_policies(cases, settings).items()
-                                      if row["split"] == "heldout"}},
-               **metric_rows(summary["rows"], summary["reference_rows"], _episode_headline)}
-    check_stage_metrics(f"evaluate/{domain}", metrics, counts={"cases": len(cases)})
-    atomic_write_json(root / "data" / "metrics" / "stages" / "evaluate" / f"{domain}.json", metrics)
     return {"domain": domain, "episodes": len(results), "played": stats.played, "reused": stats.reused,
             "rows": len(summary["rows"]) + len(summary["reference_rows"]),
             "seconds": round(time.monotonic() - started, 1),
@@ -205,7 +215,8 @@ def check_ladder(summary: dict, settings, *, artifact: str) -> list[str]:
 def evaluate_questions(domain: str, params: str, out: str | None, runner: str | None, started: float) -> dict:
     """Question sets per method on the cases, answered by the simulated user, scored (CLARITI §7; evaluate@swe)."""
     from tasks.evaluation import swe
-    from tasks.store import atomic_write_json, publish_dir, staged_dir
+    from tasks.stage_metrics import publish_with_metrics
+    from tasks.store import staged_dir
     from tasks.validation import gate
     from tasks.validation.eval_gates import gate_bridge
     from tasks.validation.stage_metrics import check_stage_metrics
@@ -223,15 +234,14 @@ def evaluate_questions(domain: str, params: str, out: str | None, runner: str | 
              results_dir=results_dir)
         gate_bridge(staging / "bridge", artifact=f"{out_dir.relative_to(root)}/bridge", results_dir=results_dir)
         report = (staging / "report.md").read_text(encoding="utf-8")
-        publish_dir(staging, out_dir)
+        metrics = {"backend": backend_line(cfg.roles, SWE_ROLES), "cases": len(inputs.cases),
+                   "split": swe.split_metrics(summary, inputs, settings),
+                   **metric_rows(summary["methods"], summary["reference_methods"], _swe_headline)}
+        check_stage_metrics(f"evaluate/{domain}", metrics, counts={"cases": len(inputs.cases)})
+        publish_with_metrics(staging, out_dir, root, f"evaluate/{domain}", metrics)
     from tasks.evaluation.report import publish_report
 
     publish_report(report, key=f"evaluate-{domain}")
-    metrics = {"backend": backend_line(cfg.roles, SWE_ROLES), "cases": len(inputs.cases),
-               "split": swe.split_metrics(summary, inputs, settings),
-               **metric_rows(summary["methods"], summary["reference_methods"], _swe_headline)}
-    check_stage_metrics(f"evaluate/{domain}", metrics, counts={"cases": len(inputs.cases)})
-    atomic_write_json(root / "data" / "metrics" / "stages" / "evaluate" / f"{domain}.json", metrics)
     return {"domain": domain, "episodes": len(inputs.cases) * len(settings.methods),
             "played": run.get("computed", 0), "reused": run.get("reused", 0),
             "rows": len(metrics["rows"]) + len(metrics["reference_rows"]),

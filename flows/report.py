@@ -35,11 +35,12 @@ def report(params: str = "params.yaml") -> dict:
         gate("report_metrics", pd.DataFrame(rows or flatten({})), artifact="data/report",
              results_dir=root / ".cache" / "gx" / "results")
         gate_report(staging, page)
+        not_run = sorted(s.stage or s.key for s in page.walk() if s.missing)
+        summary = {"stages": len(inputs.metrics), "metrics": len(rows), "figures": len(page.figures()),
+                   "sections_not_run": len(not_run)}
+        # the metrics are ready before the swap and written right after it, in the same guarded block
         publish_dir(staging, out_dir)
-    not_run = sorted(s.stage or s.key for s in page.walk() if s.missing)
-    summary = {"stages": len(inputs.metrics), "metrics": len(rows), "figures": len(page.figures()),
-               "sections_not_run": len(not_run)}
-    atomic_write_json(root / "data" / "metrics" / "report.json", summary)
+        atomic_write_json(root / "data" / "metrics" / "report.json", summary)
     return {**summary, "not_run": not_run}
 
 

@@ -63,13 +63,8 @@ def sft_data(params: str = "params.yaml") -> dict:
     from collections import Counter
 
     from tasks.sftdata import build_rows, published_metrics, validation_frame
-    from tasks.store import (
-        atomic_write_json,
-        atomic_write_text,
-        jsonl_text,
-        publish_dir,
-        staged_dir,
-    )
+    from tasks.stage_metrics import publish_with_metrics
+    from tasks.store import atomic_write_text, jsonl_text, staged_dir
     from tasks.validation import gate
     from tasks.validation.stage_metrics import check_stage_metrics
 
@@ -77,12 +72,6 @@ def sft_data(params: str = "params.yaml") -> dict:
     root, cfg, cases, weights, weights_source, published = load_inputs(params)
     choices = published_choices(cfg, cases, weights, published) if published is not None else None
     rows, failed = build_rows(cases, weights, cfg.roles.question_writer, published=choices)
-    out_dir = root / "data" / "sft"
-    with staged_dir(out_dir) as staging:
-        for split in ("train", "heldout"):
-            atomic_write_text(staging / f"{split}.jsonl", jsonl_text([r for r in rows if r.split == split]))
-        gate("sft_rows", validation_frame(rows), artifact="data/sft", results_dir=root / ".cache" / "gx" / "results")
-        publish_dir(staging, out_dir)
     splits = Counter(r.split for r in rows)
     sources = {split: len({r.instance_id for r in rows if r.split == split}) for split in ("train", "heldout")}
     from tasks.roles.config import describe_roles
@@ -111,8 +100,13 @@ def sft_data(params: str = "params.yaml") -> dict:
             "rows_published": sum(r.target_source == "published" for r in rows),
             **published_metrics(choices, len(cases)),
         }
-    check_stage_metrics("sft_data", metrics, counts={"rows": len(rows)})
-    atomic_write_json(root / "data" / "metrics" / "stages" / "sft_data.json", metrics)
+    out_dir = root / "data" / "sft"
+    with staged_dir(out_dir) as staging:
+        for split in ("train", "heldout"):
+            atomic_write_text(staging / f"{split}.jsonl", jsonl_text([r for r in rows if r.split == split]))
+        gate("sft_rows", validation_frame(rows), artifact="data/sft", results_dir=root / ".cache" / "gx" / "results")
+        check_stage_metrics("sft_data", metrics, counts={"rows": len(rows)})
+        publish_with_metrics(staging, out_dir, root, "sft_data", metrics)
     return {**metrics, "seconds": round(time.monotonic() - started, 2)}
 
 

@@ -109,7 +109,8 @@ def shap_stage(params: str = "params.yaml") -> dict:
     from tasks.evaluation.swe_surrogate import save_surrogate
     from tasks.infovalue import FEATURES, explain, model, plots, runs
     from tasks.params import load_params
-    from tasks.store import atomic_write_json, atomic_write_text, publish_dir, repo_root, staged_dir
+    from tasks.stage_metrics import publish_with_metrics
+    from tasks.store import atomic_write_json, atomic_write_text, repo_root, staged_dir
     from tasks.validation import gate
     from tasks.validation.shap_gates import gate_shap_tables, gate_surrogate
     from tasks.validation.stage_metrics import check_stage_metrics
@@ -148,32 +149,31 @@ def shap_stage(params: str = "params.yaml") -> dict:
         gate("shap_weights", pd.DataFrame(weight_rows), artifact="data/shap", results_dir=results_dir)
         gate_surrogate(staging, rows=len(table))
         gate_shap_tables(staging, rows=len(table), results_dir=results_dir)
-        publish_dir(staging, out_dir)
+        metrics = {
+            "backend": f"lightgbm + TreeSHAP on {label}",
+            "source": cfg.source,
+            "runs": len(table),
+            "resolved_rate": round(float(table["resolved"].mean()), 4),
+            "cv": {k: v for k, v in fit.metrics.items() if isinstance(v, int | float)},
+            "calibration": {
+                f"bin_{n:02d}": {k: round(float(v), 4) if isinstance(v, float) else v for k, v in row.items()}
+                for n, row in enumerate(fit.calibration)
+            },
+            "treeshap_vs_pred_contrib_max_abs_diff": float(max_diff),
+            "weights": {c: round(weights["categories"][c]["weight"], 4) for c in FEATURES},
+            **ranking_agreement(cfg, weights["ranking"]),
+            "spearman_shap_vs_exact_shapley": round(float(exact["spearman_vs_shap"]), 4)
+            if "spearman_vs_shap" in exact else None,
+        }
+        metrics = {k: v for k, v in metrics.items() if v is not None}
+        check_stage_metrics("shap", metrics, counts={"runs": len(table)})
+        # the wall-clock seconds go to data/metrics/timings/shap.json, apart from the metrics
+        publish_with_metrics(staging, out_dir, root, "shap",
+                             {**metrics, "seconds": round(time.monotonic() - started, 2)})
     for name in ("weights", "success_by_hidden"):  # `dvc plots` data; the beeswarm's is shap_values.csv
         atomic_write_json(root / "data" / "plots" / "shap" / f"{name}.json", plot_data[name])
-
-    metrics = {
-        "backend": f"lightgbm + TreeSHAP on {label}",
-        "source": cfg.source,
-        "runs": len(table),
-        "resolved_rate": round(float(table["resolved"].mean()), 4),
-        "cv": {k: v for k, v in fit.metrics.items() if isinstance(v, int | float)},
-        "calibration": {
-            f"bin_{n:02d}": {k: round(float(v), 4) if isinstance(v, float) else v for k, v in row.items()}
-            for n, row in enumerate(fit.calibration)
-        },
-        "treeshap_vs_pred_contrib_max_abs_diff": float(max_diff),
-        "weights": {c: round(weights["categories"][c]["weight"], 4) for c in FEATURES},
-        **ranking_agreement(cfg, weights["ranking"]),
-        "spearman_shap_vs_exact_shapley": round(float(exact["spearman_vs_shap"]), 4)
-        if "spearman_vs_shap" in exact else None,
-        "seconds": round(time.monotonic() - started, 2),
-    }
-    metrics = {k: v for k, v in metrics.items() if v is not None}
-    check_stage_metrics("shap", metrics, counts={"runs": len(table)})
-    atomic_write_json(root / "data" / "metrics" / "stages" / "shap.json", metrics)
     return {"runs": len(table), "source": label, "top": weights["ranking"][0], "auc": fit.metrics.get("auc"),
-            "seconds": metrics["seconds"]}
+            "seconds": round(time.monotonic() - started, 2)}
 
 
 def describe(summary: dict) -> str:

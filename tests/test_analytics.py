@@ -140,7 +140,7 @@ def test_local_agents_recover_hidden_analytics_facts(cases, tmp_path):
 def test_construct_and_evaluate_stages_run(project, prefect_api):
     out = python(project, "-m", "flows.construct", "--domain", "analytics").stdout
     assert "construct@analytics: 3 cases" in out, out
-    proc = python(project, "-m", "flows.evaluate", "--domain", "analytics", timeout=600)
+    proc = python(project, "-m", "flows.evaluate", "--domain", "analytics")
     assert "evaluate@analytics" in proc.stdout, proc.stdout
     summary = json.loads((project / "data" / "eval" / "analytics" / "summary.json").read_text())
     assert set(summary["rows"]) == {"open::freeqa", "mc_d::mc_d"} and summary["reference_rows"] == {}

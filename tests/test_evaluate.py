@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT, SHARED, python, tiny_params, write_params
+from tests.conftest import ROOT, RUN_TIMEOUT_S, SHARED, python, tiny_params, write_params
 
 DRIVER = ROOT / "tests" / "eval_driver.py"
 OR_CASES = SHARED / "data" / "or-clarify"
@@ -136,7 +136,7 @@ def _calls(path: Path) -> int:
 def test_a_killed_evaluation_resumes_without_repeating_episodes_or_calls(tmp_path):
     cases = ROOT / "tests" / "data" / "or_cases.jsonl"
     cmd, env = _driver(tmp_path, "straight", cases)
-    subprocess.run(cmd, env=env, check=True, timeout=600)
+    subprocess.run(cmd, env=env, check=True, timeout=RUN_TIMEOUT_S)
     straight = json.loads((tmp_path / "straight.json").read_text())
     total = _calls(tmp_path / "straight.calls")
     assert total > 20 and straight["played"] > 0
@@ -144,7 +144,7 @@ def test_a_killed_evaluation_resumes_without_repeating_episodes_or_calls(tmp_pat
     cmd, env = _driver(tmp_path, "killed", cases)
     proc = subprocess.Popen(cmd, env=env)
     log = tmp_path / "killed.calls"
-    deadline = time.monotonic() + 300
+    deadline = time.monotonic() + RUN_TIMEOUT_S
     while _calls(log) < total // 2 and proc.poll() is None and time.monotonic() < deadline:
         time.sleep(0.05)
     assert proc.poll() is None, "the run finished before it could be killed"
@@ -152,7 +152,7 @@ def test_a_killed_evaluation_resumes_without_repeating_episodes_or_calls(tmp_pat
     proc.wait()
     before = _calls(log)
     assert 0 < before < total
-    subprocess.run(cmd, env=env, check=True, timeout=600)
+    subprocess.run(cmd, env=env, check=True, timeout=RUN_TIMEOUT_S)
     resumed = json.loads((tmp_path / "killed.json").read_text())
     assert resumed["reused"] > 0, "finished units must come from the store"
     assert _headline(resumed["summary"]) == _headline(straight["summary"])
@@ -162,7 +162,7 @@ def test_a_killed_evaluation_resumes_without_repeating_episodes_or_calls(tmp_pat
 
 def test_evaluate_flow_writes_gated_artifacts_and_resumes(project, prefect_api):
     python(project, "-m", "flows.construct", "--domain", "optimization")
-    proc = python(project, "-m", "flows.evaluate", "--domain", "optimization", timeout=600)
+    proc = python(project, "-m", "flows.evaluate", "--domain", "optimization")
     assert "played" in proc.stdout, proc.stdout
     out = project / "data" / "eval" / "optimization"
     summary = json.loads((out / "summary.json").read_text())
@@ -181,7 +181,7 @@ def test_evaluate_flow_writes_gated_artifacts_and_resumes(project, prefect_api):
     metrics = json.loads((project / "data" / "metrics" / "stages" / "evaluate" / "optimization.json").read_text())
     assert metrics["episodes"] == sum(v["RunCount"] for v in summary["rows"].values())
     assert set(metrics["rows"]) == set(summary["rows"]) and metrics["reference_rows"] == {}
-    again = python(project, "-m", "flows.evaluate", "--domain", "optimization", timeout=600)
+    again = python(project, "-m", "flows.evaluate", "--domain", "optimization")
     assert "(0 played" in again.stdout, again.stdout
     assert json.loads((out / "summary.json").read_text()) == summary
 

@@ -145,7 +145,7 @@ def test_sft_through_accelerate_launch_on_cpu(project, prefect_api):
                            hidden_categories=["error_info"], n_questions=1, target_categories=["error_info"]))
     (project / "data" / "sft").mkdir(parents=True)
     (project / "data" / "sft" / "train.jsonl").write_text(jsonl_text(rows))
-    proc = python(project, "-m", "flows.train", "--stage", "sft", "--launch", timeout=600)
+    proc = python(project, "-m", "flows.train", "--stage", "sft", "--launch")
     assert "sft: 1 steps" in proc.stdout, proc.stdout + proc.stderr
     assert (project / ".cache" / "accelerate" / "sft.yaml").is_file()
     assert (project / "data" / "models" / "sft" / "adapter" / "adapter_model.safetensors").is_file()

@@ -12,7 +12,7 @@ import time
 import pytest
 import yaml
 
-from tests.conftest import dvc, python, run, write_params
+from tests.conftest import dvc, python, run, tiny_params, write_params
 from tests.test_stage_deps import (
     TRACE_ENV,
     install_trace,
@@ -55,7 +55,22 @@ def test_an_exited_server_child_is_not_alive():
     assert not _pid_alive(proc.pid)  # already reaped: still gone
 
 
+def dag_params() -> dict:
+    """``tiny_params`` with fewer evaluation cases, turns and methods: the DAG test checks that every stage runs,
+    loads only its declared deps and is a DVC no-op afterwards, not the evaluations' numbers (tests/test_evaluate.py,
+    test_analytics.py and test_swe_eval.py do). InterOPT (the widest agent) and the trained policy stay in."""
+    params = tiny_params()
+    params["evaluate"]["optimization"].update({"limit": 1, "max_turns": 4, "methods": [
+        {"name": "freeqa", "protocols": ["open"]}, {"name": "interopt", "protocols": ["mc_d"]}]})
+    params["evaluate"]["analytics"].update({"limit": 1, "max_turns": 4,
+                                            "methods": [{"name": "freeqa", "protocols": ["open"]}]})
+    swe = params["evaluate"]["swe"]
+    swe.update({"limit": 2, "methods": [m for m in swe["methods"] if m["name"] != "ask_everything"]})
+    return params
+
+
 def test_pipeline_flow_runs_the_dag_then_dvc_is_a_noop(project, prefect_api, tmp_path, monkeypatch):
+    write_params(project, dag_params())
     order = python(project, "-m", "flows.pipeline", "--list").stdout.split()
     assert order == ["construct@analytics", "construct@optimization", "construct@swe", "shap", "sft_data", "sft",
                      "grpo", "evaluate@analytics", "evaluate@optimization", "evaluate@swe", "report"]

@@ -156,7 +156,7 @@ def test_an_evaluation_with_a_key_echoing_provider_stores_no_key(project, echo_s
     monkeypatch.setenv("PREFECT_LOGGING_TO_API_ENABLED", "true")
     monkeypatch.setenv("PREFECT_LOGGING_LEVEL", "DEBUG")
     monkeypatch.setenv("CLARIFYFLOW_CACHE_DIR", str(project / ".cache"))
-    proc = python(project, "-m", "flows.evaluate", "--domain", "optimization", check=False, timeout=600)
+    proc = python(project, "-m", "flows.evaluate", "--domain", "optimization", check=False)
 
     assert proc.returncode in (0, 3), proc.stderr[-3000:]
     assert _EchoHeaders.seen and FAKE_KEY in _EchoHeaders.seen[0], "the judge never called the fake provider"

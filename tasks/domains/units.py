@@ -404,6 +404,7 @@ class UnitDomain:
         hidden_kinds = Counter(u.kind for c in cases for s in c.hidden_slots for u in c.units if u.id in s.unit_ids)
         described = describe_roles(roles)
         units = notes.get("units", 0)
+        fallbacks = notes.get("rewriter_failures", 0) + notes.get("rewriter_leak_fallbacks", 0)
         return {
             "backend": self.construction_backend,
             "source": cfg.source,
@@ -419,7 +420,11 @@ class UnitDomain:
             "hidden_per_kind": dict(sorted(hidden_kinds.items())),
             "role_failures": len(failures),
             "rewriter_leak_fallbacks": notes.get("rewriter_leak_fallbacks", 0),
-            "roles": {r: {**described[r], **{k: round(v, 4) for k, v in usage[r].items()}} for r in self.roles_used},
+            # briefs rendered by the local join instead of the LLM rewriter (a failed call or a leaking brief)
+            "fallbacks": {"rewriter": fallbacks},
+            "roles": {r: {**described[r], **{k: round(v, 4) for k, v in usage[r].items()},
+                          **({"fallbacks": fallbacks} if r == "rewriter" and described[r]["backend"] == "llm" else {})}
+                      for r in self.roles_used},
         }
 
     def write(self, result: ConstructResult, folder: Path) -> None:

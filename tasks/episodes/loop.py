@@ -59,8 +59,9 @@ def _check_action(action: AgentAction, protocol: Protocol) -> AgentAction:
 def _usage(client) -> dict[str, RoleUsage]:
     out: dict[str, RoleUsage] = {}
     for role, row in sorted(client.accounting.snapshot().items()):
-        out[role] = RoleUsage(calls=int(row.get("provider_calls", 0)), cache_hits=int(row.get("cache_hits", 0)),
-                              failures=int(row.get("failures", 0)), prompt_tokens=int(row.get("prompt_tokens", 0)),
+        out[role] = RoleUsage(requests=int(row.get("requests", 0)), calls=int(row.get("provider_calls", 0)),
+                              cache_hits=int(row.get("cache_hits", 0)), failures=int(row.get("failures", 0)),
+                              prompt_tokens=int(row.get("prompt_tokens", 0)),
                               completion_tokens=int(row.get("completion_tokens", 0)),
                               cost_usd=round(float(row.get("cost_usd", 0.0)), 8))
     return out

@@ -134,6 +134,8 @@ class ProtocolFailure(_Frozen):
 
 
 class RoleUsage(_Frozen):
+    requests: int = 0
+    """Role requests (one per input); 0 in units stored before it was recorded."""
     calls: int = 0
     cache_hits: int = 0
     failures: int = 0

@@ -174,7 +174,7 @@ def unit_key(unit: Unit, case: Case, entry: MethodEntry, settings: EvalSettings,
         "seed": settings.seed,
         "max_turns": settings.max_turns,
         "over_questioning_after": settings.over_questioning_after,
-        "roles": roles.model_dump(mode="json"),
+        "roles": roles.model_dump(mode="json", exclude={"max_failure_rate"}),  # a threshold never changes a result
         "code": code,
     }
     return hashlib.sha256(canonical_json(material).encode()).hexdigest()

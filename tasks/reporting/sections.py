@@ -112,11 +112,14 @@ def _evaluation(domain: str) -> str | None:
 
 
 def _role_backend(info: dict[str, Any]) -> str:
+    """``llm <model>, temperature t``, with ``(n of m fell back to local)`` when the stage counted fallbacks."""
+    from tasks.roles.failures import fallback_note
+
     backend = str(info.get("backend", "unspecified"))
     if backend == "llm" and info.get("model"):
         temperature = f", temperature {info['temperature']}" if "temperature" in info else ""
-        return f"llm {info['model']}{temperature}"
-    return backend
+        backend = f"llm {info['model']}{temperature}"
+    return fallback_note(backend, int(info.get("fallbacks") or 0), int(info.get("requests") or 0))
 
 
 # ---- generic stage body -----------------------------------------------------------------------------------------

@@ -126,6 +126,9 @@ class RolesParams(BaseModel):
     or_direct_question: RoleConfig = RoleConfig()
     or_gap_alignment: RoleConfig = RoleConfig()
     or_session_judge: RoleConfig = RoleConfig()
+    max_failure_rate: float = Field(default=0.2, ge=0.0, le=1.0)
+    """A stage fails (nothing published) when any role's share of failed requests is above this
+    (``tasks/roles/failures.py``); 1.0 never fails."""
 
     def get(self, name: str) -> RoleConfig:
         if name not in ROLE_NAMES:
