@@ -65,23 +65,14 @@ def main() -> int:
         OUT.mkdir(parents=True, exist_ok=True)
         for name in ("summary.json", "report.md", "recovery.json", "recovery.png", "run_config.json"):
             shutil.copy(Path(tmp) / name, OUT / name)
-    curves = json.loads((OUT / "recovery.json").read_text())["curves"]
     print(f"{len(results)} episodes ({stats.played} played, {stats.reused} from the store) in {elapsed:.0f} s")
     print("row".ljust(28) + "".join(c[:14].rjust(16) for c in COLUMNS))
     for row, metrics in [*summary["rows"].items(), *summary["reference_rows"].items()]:  # ranked, then references
         label = row + (" (reference)" if row in summary["reference_rows"] else "")
-        auc = _auc(curves[row]["all_slot"]["mean"]) if row in curves else None
-        values = {**metrics, "RecoveryAUC": auc}
-        print(label.ljust(28) + "".join(_fmt(values.get(c)).rjust(16) for c in COLUMNS))
+        print(label.ljust(28) + "".join(_fmt(metrics.get(c)).rjust(16) for c in COLUMNS))
     (OUT / "timing.json").write_text(json.dumps({"episodes": len(results), "played": stats.played,
                                                  "seconds": round(elapsed, 1)}, indent=1) + "\n")
     return 0
-
-
-def _auc(curve: list[float], questions: int = 20) -> float:
-    """Mean recovery over q = 0..questions, the curve held at its last value past its end."""
-    points = [curve[min(q, len(curve) - 1)] for q in range(questions + 1)]
-    return sum(points) / len(points)
 
 
 def _fmt(value) -> str:

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from flows import cli
 from flows.cli import EXIT_INPUT, run_main
 
-HEADLINE = ("RunCount", "AllSlotExactRestoreRate", "CoreExactRestoreRate", "WeightedSlotScore_macro",
+HEADLINE = ("RunCount", "AllSlotExactRestoreRate", "CoreExactRestoreRate", "WeightedSlotScore_macro", "RecoveryAUC",
             "AtomicQuestionsPerRun", "AverageTurns", "SilentAssumptionsPerRun", "PrematureStopRate", "ReadyRate")
 SWE_ROLES = ("swe_user", "redundancy_judge", "answerability_judge", "question_classifier", "question_writer")
 EVAL_ROLES = ("or_open_user", "or_choice_user", "question_detector", "slot_hit_judge", "or_session_judge",

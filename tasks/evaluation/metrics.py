@@ -13,6 +13,10 @@ Definitions (a *run* is one case x repeat; every played run counts, protocol fai
   prematurely; a READY on a case with P2 slots only is never premature, so counting those runs in the denominator
   would cap the rate below 1 for an agent that always stops at once). ``StoppingStatusMismatchRate``: runs whose judge
   label differs from the rule-based one / runs.
+- ``RecoveryAUC``: the area under the All-Slot recovery curve over q = 0..``RECOVERY_QUESTIONS`` cumulative atomic
+  questions (:func:`recovery_points`), as a share: a run that had every slot after q* questions scores
+  (Q - ceil(q*) + 1) / (Q + 1), a run that never had them 0. Unlike the endpoint rates it rewards asking the right
+  question early, so two methods that ask the same questions in another order differ here (OR-Clarify Fig. 4).
 - ``MultiQuestionTurnRate``: question turns with more than one atomic question / question turns.
 - ``DSelectionRate`` (MC-D only): D picks / question turns. Choice match rates: each ``match_status`` / audit events
   (question turns with a match status); ``MCForcedChoiceRate`` (MC only): ``no_match`` / audit events.
@@ -47,11 +51,13 @@ MATCHES = ("exact_match", "acceptable_match", "no_match", "undetermined")
 MATCH_NAMES = {"exact_match": "ChoiceExactMatchRate", "acceptable_match": "ChoiceAcceptableMatchRate",
                "no_match": "ChoiceNoMatchRate", "undetermined": "ChoiceUndeterminedRate"}
 CI_METRICS = ("AllSlotExactRestoreRate", "CoreExactRestoreRate", "WeightedSlotScore_macro", "AtomicQuestionsPerRun",
-              "SilentAssumptionsPerRun", "PrematureStopRate")
+              "SilentAssumptionsPerRun", "PrematureStopRate", "RecoveryAUC")
+RECOVERY_QUESTIONS = 20
+"""The question budget of ``RecoveryAUC`` (the default T_max)."""
 RATE_METRICS = ("AllSlotExactRestoreRate", "CoreExactRestoreRate", "WeightedSlotScore_macro",
-                "WeightedSlotScore_micro", "ReadyRate", "PrematureStopRate", "StoppingStatusMismatchRate",
-                "ProtocolFailureRate", "MultiQuestionTurnRate", "DSelectionRate", "MCForcedChoiceRate",
-                "JudgeFailureRate", *MATCH_NAMES.values())
+                "WeightedSlotScore_micro", "RecoveryAUC", "ReadyRate", "PrematureStopRate",
+                "StoppingStatusMismatchRate", "ProtocolFailureRate", "MultiQuestionTurnRate", "DSelectionRate",
+                "MCForcedChoiceRate", "JudgeFailureRate", *MATCH_NAMES.values())
 DIGITS = 6
 
 
@@ -156,6 +162,7 @@ def _group_metrics(runs: list[tuple[Episode, JudgeResult]], *, n_resamples: int,
         "CoreExactRestoreCount": sum(bool(j.core_exact) for _, j in core),
         "CoreExactRestoreRate": _ratio(sum(bool(j.core_exact) for _, j in core), len(core)),
         "WeightedSlotScore_macro": float(np.mean([j.weighted_slot_score for j in judged])),
+        "RecoveryAUC": float(np.mean([recovery_auc(e, j) for e, j in runs])),
         "WeightedSlotScore_micro": _ratio(sum(SEVERITY_WEIGHT[s.severity] * HIT_VALUE[s.hit] for s in slots), weight),
         "HitCounts": {h: sum(s.hit == h for s in slots) for h in HITS},
         "HitCountsBySeverity": {sev: {h: sum(s.hit == h and s.severity == sev for s in slots) for h in HITS}
@@ -199,6 +206,7 @@ def _group_metrics(runs: list[tuple[Episode, JudgeResult]], *, n_resamples: int,
         "AtomicQuestionsPerRun": lambda e, j: float(e.atomic_questions),
         "SilentAssumptionsPerRun": lambda e, j: float(len(j.silent_assumptions)),
         "PrematureStopRate": lambda e, j: float(j.rule_based_status == "premature_stop"),
+        "RecoveryAUC": recovery_auc,
     }
     ci: dict[str, Any] = {}
     for i, name in enumerate(CI_METRICS):
@@ -276,6 +284,14 @@ def recovery_points(episode: Episode, judgement: JudgeResult) -> tuple[float, fl
 
     core = [s for s in judgement.slot_scores if s.severity in ("P0", "P1")]
     return point(judgement.slot_scores), (point(core) if judgement.core_eligible else None)
+
+
+def recovery_auc(episode: Episode, judgement: JudgeResult, questions: int = RECOVERY_QUESTIONS) -> float:
+    """The run's share of q = 0..``questions`` at which it had recovered every slot (see ``RecoveryAUC``)."""
+    point = recovery_points(episode, judgement)[0]
+    if math.isinf(point) or point > questions:
+        return 0.0
+    return (questions - math.ceil(point) + 1) / (questions + 1)
 
 
 def recovery_curves(episodes: Sequence[Episode], judgements: Sequence[JudgeResult],

@@ -23,8 +23,8 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 CEILING, FLOOR = "oracle", "ready_now"
-COMPARED = ("AllSlotExactRestoreRate", "CoreExactRestoreRate", "WeightedSlotScore_macro", "AtomicQuestionsPerRun",
-            "AverageTurns", "SilentAssumptionsPerRun", "PrematureStopRate", "ReadyRate")
+COMPARED = ("AllSlotExactRestoreRate", "CoreExactRestoreRate", "WeightedSlotScore_macro", "RecoveryAUC",
+            "AtomicQuestionsPerRun", "AverageTurns", "SilentAssumptionsPerRun", "PrematureStopRate", "ReadyRate")
 """The headline metrics two rows must all share to count as identical."""
 
 
