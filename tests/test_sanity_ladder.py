@@ -60,6 +60,15 @@ def test_an_explained_tie_is_allowed_and_other_reference_rows_are_not_compared()
                        SanitySettings(allowed_ties=[("open::a", "mc_d::b")])) == []
 
 
+def test_a_row_at_the_floor_passes_only_when_listed_and_never_above_the_ceiling():
+    summary = _ladder(**{"open::a": _row(0.0, 0.0, 1.0)})
+    assert any("not strictly between" in line for line in _violations(summary))
+    assert _violations(summary, settings=SanitySettings(at_floor=["open::a"])) == []
+    summary["rows"]["open::a"] = _row(1.0, 1.0, 0.0)
+    assert any("not strictly between" in line for line in _violations(summary,
+                                                                       settings=SanitySettings(at_floor=["open::a"])))
+
+
 def test_without_both_reference_methods_the_ladder_says_so():
     summary = _ladder()
     del summary["reference_rows"]["open::oracle"]
@@ -78,7 +87,7 @@ def test_the_flow_fails_the_stage_on_a_broken_ladder_and_warns_when_asked(capsys
     with pytest.raises(GateError, match="identical rows"):
         check_ladder(broken, EvalSettings(methods=methods), artifact="data/eval/x/summary.json")
     found = check_ladder(broken, EvalSettings(methods=methods, sanity={"check": "warn"}), artifact="x")
-    assert found and "identical rows" in capsys.readouterr().err
+    assert found and "identical rows" in capsys.readouterr().out
     assert check_ladder(broken, EvalSettings(methods=methods[2:]), artifact="x") == []  # no reference rows: no check
 
 
