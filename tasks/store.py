@@ -258,6 +258,17 @@ def read_text_utf8(path: Path) -> str:
         raise InputError(path, f"not valid UTF-8 (bad byte at offset {err.start}, line {line})") from None
 
 
+def read_json_object(path: Path) -> dict[str, Any]:
+    """A UTF-8 JSON file holding one object, or an InputError naming the file (malformed JSON, another type)."""
+    try:
+        data = json.loads(read_text_utf8(path))
+    except json.JSONDecodeError as err:
+        raise InputError(path, f"malformed JSON ({err.msg} at line {err.lineno})") from None
+    if not isinstance(data, dict):
+        raise InputError(path, "expected a JSON object")
+    return data
+
+
 def _first_error(err: ValidationError) -> tuple[str, str]:
     first = err.errors()[0]
     field = ".".join(str(part) for part in first["loc"]) or "(record)"

@@ -7,8 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tasks.errors import InputError
-from tasks.store import read_text_utf8
+from tasks.store import read_json_object
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 GX_RESULTS = Path(".cache") / "gx" / "results"
@@ -24,16 +23,6 @@ def load_stage_metrics(metrics_dir: Path) -> dict[str, dict[str, Any]]:
         rel = path.relative_to(metrics_dir).with_suffix("")
         found["@".join(rel.parts)] = read_json_object(path)
     return found
-
-
-def read_json_object(path: Path) -> dict[str, Any]:
-    try:
-        data = json.loads(read_text_utf8(path))
-    except json.JSONDecodeError as err:
-        raise InputError(path, f"malformed JSON ({err.msg})") from None
-    if not isinstance(data, dict):
-        raise InputError(path, "expected a JSON object")
-    return data
 
 
 def flatten(metrics: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:

@@ -62,7 +62,6 @@ def stacked_on(adapter_dir: Path) -> list[Path]:
     record = Path(adapter_dir).parent / STACK_FILE
     if not record.is_file():
         return []
-    import json
 
     from tasks.store import read_text_utf8
 
@@ -81,19 +80,13 @@ def stacked_on(adapter_dir: Path) -> list[Path]:
 
 def read_adapter_config(adapter_dir: Path) -> dict:
     """``adapter_dir/adapter_config.json`` as a dict; an InputError naming the file when missing or corrupt."""
-    from tasks.store import read_text_utf8
+    from tasks.store import read_json_object
 
     config = Path(adapter_dir) / "adapter_config.json"
     if not config.is_file():
         why = "folder not found" if not Path(adapter_dir).exists() else "not a LoRA adapter folder"
         raise InputError(adapter_dir, f"{why} (adapter_config.json missing)")
-    try:
-        data = json.loads(read_text_utf8(config))
-    except json.JSONDecodeError as err:
-        raise InputError(config, f"malformed JSON ({err.msg} at line {err.lineno})") from None
-    if not isinstance(data, dict):
-        raise InputError(config, "expected a JSON object")
-    return data
+    return read_json_object(config)
 
 
 def adapter_base(adapter_dir: Path) -> str:
