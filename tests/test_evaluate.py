@@ -133,7 +133,7 @@ def _calls(path: Path) -> int:
     return len(path.read_text().splitlines()) if path.exists() else 0
 
 
-@pytest.mark.slow  # 50-100 s of subprocess episodes; resuming is also covered by test_evaluate_flow_writes_gated_artifacts
+@pytest.mark.slow  # 50-100 s of subprocess episodes; the flow test covers resuming too
 def test_a_killed_evaluation_resumes_without_repeating_episodes_or_calls(tmp_path):
     cases = ROOT / "tests" / "data" / "or_cases.jsonl"
     cmd, env = _driver(tmp_path, "straight", cases)
