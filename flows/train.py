@@ -114,6 +114,9 @@ def train(stage: str = "sft", params: str = "params.yaml") -> dict:
 
     started = time.monotonic()
     root, cfg, profile, rows = prepare(stage, params)
+    from tasks.training.threads import configure_torch_threads
+
+    configure_torch_threads()  # torch's threads from the cores other work leaves free ($CLARIFYFLOW_TORCH_THREADS)
     out_dir = root / "data" / "models" / stage
     if stage == "sft":
         from tasks.splits import TRAINING_SOURCES, training_record

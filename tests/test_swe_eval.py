@@ -343,6 +343,40 @@ def test_evaluation_end_to_end_resumes_without_work_and_labels_the_surrogate(tmp
     assert len(summary_frame(summary)) == 5 and len(rows_frame(tmp_path / "out")) == 20
 
 
+@pytest.mark.prefect
+def test_policy_generation_is_one_prefect_task_per_batch_with_the_same_results(tmp_path, prefect_api):
+    import shutil
+
+    from prefect import flow
+    from prefect.context import TaskRunContext
+
+    class Recording(FakePolicy):
+        def __init__(self):
+            super().__init__()
+            self.tasks: list[str | None] = []
+
+        def ask_many(self, briefs):
+            ctx = TaskRunContext.get()
+            self.tasks.append(ctx.task_run.name if ctx else None)
+            return super().ask_many(briefs)
+
+    root, settings = project(tmp_path, METHODS[:4], batch_size=2)
+    plain = Recording()
+    run(root, settings, tmp_path / "plain", plain)
+    shutil.rmtree(root / ".cache")  # no stored units: the flow run generates everything again
+
+    @flow(name="swe-generation-tasks")
+    def evaluate_in_flow() -> dict:
+        return run(root, settings, tmp_path / "flow", flowed)
+
+    flowed = Recording()
+    evaluate_in_flow()
+    assert plain.tasks == [None, None] and plain.calls == flowed.calls == 4
+    assert flowed.tasks == ["base_policy/1", "base_policy/2"]  # 4 cases in batches of 2
+    for name in ("summary.json", "rows.jsonl", "report.md"):
+        assert (tmp_path / "flow" / name).read_bytes() == (tmp_path / "plain" / name).read_bytes(), name
+
+
 def test_gx_suites_accept_the_outputs(tmp_path):
     from tasks.validation.gate import validate
 

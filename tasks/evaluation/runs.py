@@ -158,6 +158,7 @@ def code_version() -> str:
     root = Path(__file__).resolve().parents[1]
     files = [p for folder in ("episodes", "clarifiers", "roles", "llm") for p in (root / folder).rglob("*")]
     files += [root / "evaluation" / "judge.py", root / "records.py"]  # not the metrics, plots or report
+    files += [root / "training" / "policy.py", root / "training" / "prompts.py"]  # how a policy method generates
     digest = hashlib.sha256()
     for path in sorted(files):
         if path.is_file() and path.suffix in {".py", ".j2", ".npz"}:

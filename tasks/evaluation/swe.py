@@ -25,6 +25,7 @@ resolution per method.
 from __future__ import annotations
 
 import json
+import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -314,7 +315,7 @@ def run_units(cases: Sequence[Case], settings: SweEvalSettings, roles: RolesPara
         for start in range(0, len(todo), settings.batch_size):
             batch = todo[start:start + settings.batch_size]
             chunk = [cases[k] for k in batch]
-            completions = method.complete(chunk)
+            completions = complete_batch(method, chunk, label=f"{entry.name}/{start // settings.batch_size + 1}")
             fresh = compute_units(chunk, completions, method=entry.name, keys=[keys[k] for k in batch], roles=roles,
                                   reward=reward, weights=inputs.weights, client=client)
             for k, unit in zip(batch, fresh):
@@ -327,6 +328,33 @@ def run_units(cases: Sequence[Case], settings: SweEvalSettings, roles: RolesPara
         out[entry.name] = units
     stats.seconds = time.monotonic() - started
     return out, stats
+
+
+def in_flow() -> bool:
+    """Whether a Prefect flow run is active in this thread (Prefect is never imported to find out)."""
+    if "prefect" not in sys.modules:
+        return False
+    from prefect.context import FlowRunContext
+
+    return FlowRunContext.get() is not None
+
+
+def complete_batch(method, cases: Sequence[Case], *, label: str) -> list:
+    """``method.complete(cases)``; for a policy inside a flow, as one Prefect task named ``generate`` (run name
+    ``<method>/<batch>``) so the UI shows where generation is. The result is the same either way."""
+    if method.kind != "policy" or not in_flow():
+        return method.complete(cases)
+    from prefect import task
+    from prefect.cache_policies import NO_CACHE
+
+    generate = task(name="generate", task_run_name=label, retries=0, log_prints=False, cache_policy=NO_CACHE,
+                    persist_result=False)(_complete)
+    return generate(method, list(cases))
+
+
+def _complete(method, cases: list[Case]) -> list:
+    """The ``generate`` task body (module level, like ``runs._run_unit``)."""
+    return method.complete(cases)
 
 
 def _predictions(surrogate, presence: list[set[str]], fixed: dict[str, str]) -> list[float | None]:

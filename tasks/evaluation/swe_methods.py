@@ -9,7 +9,8 @@ Kinds (``evaluate.swe.methods[].method``, default = ``name``):
 - ``ask_everything``: one ``question_writer`` question for each of the six categories, most valuable first.
 - ``policy``: a trained questioner (:class:`tasks.training.policy.LocalPolicy`), the base model or a LoRA adapter
   (``options: {adapter: data/models/grpo/adapter}``; ``adapter: null`` is the base); one greedy generation per
-  brief, the model loaded on first use under a lock.
+  brief (batched, ending at the end of the list), the model loaded on first use under a lock. Inside a flow each
+  batch of cases runs as one Prefect task (``generate``), so the UI shows how far generation is.
 - ``llm_questioner``: any litellm model through ``tasks.llm.client`` (cache, retries, accounting under the
   label ``swe_questioner``) with the policies' own prompt (``tasks.training.prompts``), so a hosted model and the
   trained policies are asked the same thing. ``options``: ``RoleConfig`` fields (``model``, ``temperature``,
@@ -159,6 +160,10 @@ class PolicyOptions(_Options):
     max_new_tokens: int = Field(default=256, ge=1)
     batch_size: int = Field(default=8, ge=1)
     system_prompt: str | None = None
+    stop: list[str] = []
+    """Strings that end a generation (``GenerationSettings.stop``)."""
+    stop_at_list_end: bool = True
+    """End a generation when its list is finished (``GenerationSettings.stop_at_list_end``)."""
 
 
 class PolicyQuestioner(SweMethod):
@@ -189,6 +194,7 @@ class PolicyQuestioner(SweMethod):
         stack = [] if adapter is None else [*stacked_on(adapter), adapter]
         return {"kind": self.kind, "base": self.options.base, "max_new_tokens": self.options.max_new_tokens,
                 "system_prompt": self.options.system_prompt or SYSTEM_PROMPT,
+                "stop": self.options.stop, "stop_at_list_end": self.options.stop_at_list_end,
                 "adapters": [sha256_tree(a) for a in stack]}
 
     def _load(self) -> Any:
@@ -200,7 +206,8 @@ class PolicyQuestioner(SweMethod):
         base = self.options.base or (adapter_base(adapter) if adapter else SMOLLM2)
         return LocalPolicy.from_adapter(base, adapter, system_prompt=self.options.system_prompt or SYSTEM_PROMPT,
                                         max_new_tokens=self.options.max_new_tokens,
-                                        batch_size=self.options.batch_size, greedy=True)
+                                        batch_size=self.options.batch_size, greedy=True, stop=self.options.stop,
+                                        stop_at_list_end=self.options.stop_at_list_end)
 
     def complete(self, cases: Sequence[Case]) -> list[Completion]:
         if not cases:

@@ -6,11 +6,19 @@ a trained questioner exactly like any other method::
     policy = LocalPolicy.from_adapter("smollm2-135m-instruct", "data/train/grpo/adapter")
     policy.ask(issue_text)          # "1. Which file ...?\n2. ..."
     policy.ask_many(issue_texts)    # batched
+
+Generation is batched (prompts sorted by length into batches of ``batch_size``, left-padded, KV cache on; answers
+come back in the order asked) and stops each sequence at the end of its answer: at EOS / ``<|im_end|>``, at a
+``stop`` string, or (``stop_at_list_end``) when the numbered list is finished, i.e. after the first item a blank
+line followed by a line that is neither an item nor indented. The returned text is cut at that point
+(:func:`answer_end`), so under greedy decoding it is what one unbatched ``model.generate`` returns, cut the same way.
 """
 
 from __future__ import annotations
 
 import json
+import re
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
@@ -47,6 +55,105 @@ class GenerationSettings(BaseModel):
     top_p: float = Field(default=0.9, gt=0, le=1)
     batch_size: int = Field(default=8, ge=1)
     seed: int = 0
+    stop: list[str] = []
+    """Strings that end an answer: generation of a sequence stops once one appears, and the text is cut before it."""
+    stop_at_list_end: bool = True
+    """End an answer when its numbered (or bulleted) list is finished (:func:`list_end`)."""
+    sort_by_length: bool = True
+    """Batch prompts of similar length together (less padding); answers keep the order asked."""
+    progress: bool = True
+    """A tqdm bar over batches on stderr, shown only when stderr is a terminal and there is more than one batch."""
+
+
+_ITEM = re.compile(r"^\s*(?:(?:[*_]{1,2})?(?:(?:Q|Question)\s*)?\d{1,3}\s*(?:[.):]|\s-)(?=\s|$|\*)|[-*•+]\s)",
+                   re.IGNORECASE)
+"""A list item's opening, as ``tasks.rewards.parse`` reads numbered and bulleted items."""
+_DECIDE_CHARS = 16
+"""A line still being generated is judged (item or not) once it has this many characters."""
+
+
+def list_end(text: str, final: bool = False) -> int | None:
+    """Where a finished list ends in ``text`` (``text[:end]`` keeps the list), or None while it is not finished.
+
+    Finished: after the first list item, a blank line followed by a line that is neither an item nor indented (a
+    continuation). The last line of a text still being generated is judged only once complete or
+    ``_DECIDE_CHARS`` long, so a decision never changes as the text grows (``final``: the text is complete)."""
+    lines = text.split("\n")
+    seen, gap, offset = False, None, 0
+    for k, line in enumerate(lines):
+        complete = final or k < len(lines) - 1
+        stripped = line.strip()
+        if not stripped:
+            if complete and seen and gap is None:
+                gap = offset  # the first blank line after the list; the list ends before its newline
+        else:
+            if gap is not None:
+                indented = line[:1].isspace()
+                if not indented and not complete and len(stripped) < _DECIDE_CHARS:
+                    return None
+                if not indented and not _ITEM.match(line):
+                    return gap - 1
+                gap = None
+            seen = seen or bool(_ITEM.match(line))
+        offset += len(line) + 1
+    return None
+
+
+def answer_end(text: str, stop: Sequence[str] = (), at_list_end: bool = True, final: bool = False) -> tuple[int, bool]:
+    """``(end, done)``: the answer is ``text[:end]``; ``done`` once generation may stop (a stop string appeared or
+    the list is finished). A decision made on a prefix holds for every longer text, so a sequence stopped early
+    and one generated to the end are cut at the same place."""
+    hits = [i for s in stop if s and (i := text.find(s)) >= 0]
+    head, final = (text[:min(hits)], True) if hits else (text, final)
+    end = list_end(head, final) if at_list_end else None
+    if end is not None:
+        return end, True
+    return len(head), bool(hits)
+
+
+def cut_answer(text: str, stop: Sequence[str] = (), at_list_end: bool = True) -> str:
+    """A complete generation cut at the end of its answer (:func:`answer_end`), stripped."""
+    return text[:answer_end(text, stop, at_list_end, final=True)[0]].strip()
+
+
+def eos_ids(tokenizer: Any, model: Any) -> list[int]:
+    """Token ids that end a sequence: the tokenizer's EOS, the chat end token ``<|im_end|>`` when the vocabulary has
+    it, and the model's generation config EOS (one id or several)."""
+    ids: list[int] = []
+    gen = getattr(getattr(model, "generation_config", None), "eos_token_id", None)
+    candidates = [tokenizer.eos_token_id, *(gen if isinstance(gen, list) else [gen])]
+    im_end = tokenizer.convert_tokens_to_ids("<|im_end|>") if "<|im_end|>" in tokenizer.get_vocab() else None
+    for i in [*candidates, im_end]:
+        if isinstance(i, int) and i >= 0 and i not in ids:
+            ids.append(i)
+    return ids
+
+
+def _answer_stopper(tokenizer: Any, prompt_len: int, eos: Sequence[int], settings: GenerationSettings):
+    """A transformers StoppingCriteria that ends each sequence of a batch on its own once its answer is done."""
+    from transformers import StoppingCriteria
+
+    class AnswerEnd(StoppingCriteria):
+        def __init__(self) -> None:
+            self.done: list[bool] = []
+
+        def __call__(self, input_ids, scores, **kwargs):
+            import torch
+
+            if not self.done:
+                self.done = [False] * input_ids.shape[0]
+            new = input_ids[:, prompt_len:]
+            for i, finished in enumerate(self.done):
+                if finished:
+                    continue
+                if any(int(t) in eos for t in new[i, -1:]):
+                    self.done[i] = True
+                    continue
+                text = tokenizer.decode(new[i], skip_special_tokens=True)
+                self.done[i] = answer_end(text, settings.stop, settings.stop_at_list_end)[1]
+            return torch.tensor(self.done, dtype=torch.bool, device=input_ids.device)
+
+    return AnswerEnd()
 
 
 def _has_tokenizer(folder: Path) -> bool:
@@ -133,8 +240,12 @@ class LocalPolicy:
 
         ``base=None`` takes the base recorded in the adapter. The tokenizer saved with the adapter wins over the
         base's. ``device="auto"`` moves a loaded base to CUDA when there is one (a built model stays put).
-        ``generation`` fields: see :class:`GenerationSettings` (``max_new_tokens``, ``greedy``, ...).
+        ``generation`` fields: see :class:`GenerationSettings` (``max_new_tokens``, ``greedy``, ...). The first load
+        in a process sets torch's thread count (:func:`tasks.training.threads.configure_torch_threads`).
         """
+        from .threads import configure_torch_threads
+
+        configure_torch_threads()  # once per process: torch's threads from the cores other work leaves free
         with MODEL_LOAD_LOCK:  # base, adapter and merge as one step: no other thread builds a model meanwhile
             return cls._from_adapter(base, adapter_dir, tokenizer=tokenizer, dtype=dtype, device=device, merge=merge,
                                      system_prompt=system_prompt, chat_template_kwargs=chat_template_kwargs,
@@ -190,23 +301,42 @@ class LocalPolicy:
         return self.ask_many([incomplete_issue])[0]
 
     def ask_many(self, issues: Sequence[str]) -> list[str]:
+        """One answer per issue, in order (see the module docstring for batching and stopping)."""
         import torch
 
         s, tok = self.settings, self.tokenizer
-        answers: list[str] = []
+        texts = [self._render(i) for i in issues]
+        order = list(range(len(texts)))
+        if s.sort_by_length:  # stable: equal lengths keep the order asked
+            lengths = [len(tok(t, add_special_tokens=False)["input_ids"]) for t in texts]
+            order.sort(key=lambda k: lengths[k])
+        batches = [order[i:i + s.batch_size] for i in range(0, len(order), s.batch_size)]
+        eos = eos_ids(tok, self.model)
+        answers: list[str] = [""] * len(texts)
         side, tok.padding_side = tok.padding_side, "left"
         try:
-            for start in range(0, len(issues), s.batch_size):
-                texts = [self._render(i) for i in issues[start:start + s.batch_size]]
-                enc = tok(texts, return_tensors="pt", padding=True, add_special_tokens=False).to(self.model.device)
+            for number, batch in enumerate(self._progress(batches)):
+                enc = tok([texts[k] for k in batch], return_tensors="pt", padding=True,
+                          add_special_tokens=False).to(self.model.device)
+                prompt_len = enc["input_ids"].shape[1]
                 sampling = {} if s.greedy else {"temperature": s.temperature, "top_p": s.top_p}
                 if not s.greedy:
-                    torch.manual_seed(s.seed + start)
+                    torch.manual_seed(s.seed + number)
                 with torch.no_grad():
                     out = self.model.generate(**enc, max_new_tokens=s.max_new_tokens, do_sample=not s.greedy,
-                                              pad_token_id=tok.pad_token_id, **sampling)
-                new = out[:, enc["input_ids"].shape[1]:]
-                answers += [t.strip() for t in tok.batch_decode(new, skip_special_tokens=True)]
+                                              use_cache=True, pad_token_id=tok.pad_token_id, eos_token_id=eos,
+                                              stopping_criteria=[_answer_stopper(tok, prompt_len, eos, s)],
+                                              **sampling)
+                decoded = tok.batch_decode(out[:, prompt_len:], skip_special_tokens=True)
+                for k, text in zip(batch, decoded):
+                    answers[k] = cut_answer(text, s.stop, s.stop_at_list_end)
         finally:
             tok.padding_side = side
         return answers
+
+    def _progress(self, batches: list[list[int]]):
+        from tqdm import tqdm
+
+        show = self.settings.progress and len(batches) > 1 and sys.stderr.isatty()
+        return tqdm(batches, desc=f"generate {self.name}", unit="batch", file=sys.stderr, leave=False,
+                    disable=not show)

@@ -1,0 +1,138 @@
+"""torch's intra-op thread count, chosen from the cores that are actually free.
+
+torch takes every core by default. On a machine shared with other work (a pipeline stage, another evaluation) that
+oversubscribes the CPU and generation slows far more than the share of cores lost: each matmul waits for its slowest
+thread. :func:`configure_torch_threads` is called once where a policy loads and where training starts. The setting
+is ``auto`` (the default: :func:`free_cores`, the usable cores less what other processes use: the 1-minute load
+average without this process's share, or the others' runnable threads right now when that is more) or a thread
+count, from the argument or ``$CLARIFYFLOW_TORCH_THREADS`` (the environment wins, so a benchmark or a user can pin
+it). The choice is printed once to stderr.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import sys
+import time
+
+ENV = "CLARIFYFLOW_TORCH_THREADS"
+
+_chosen: int | None = None
+
+
+def usable_cores() -> int:
+    """Cores this process may run on (its CPU affinity; ``os.cpu_count()`` where affinity is unknown)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
+
+
+def own_load() -> float:
+    """This process's share of the 1-minute load average, estimated from its CPU time: its average CPU use since it
+    started, weighted as the kernel's exponential average would weight it (``1 - exp(-age / 60 s)``)."""
+    try:
+        import psutil
+    except ImportError:
+        return 0.0
+    try:
+        proc = psutil.Process()
+        age = max(time.time() - proc.create_time(), 1e-3)
+    except (psutil.Error, OSError):
+        return 0.0
+    return (time.process_time() / age) * (1.0 - math.exp(-age / 60.0))
+
+
+def _running_total() -> int | None:
+    """Runnable threads on the machine now (``/proc/loadavg``'s fourth field), None where unknown."""
+    try:
+        with open("/proc/loadavg", encoding="ascii") as fh:
+            return int(fh.read().split()[3].split("/")[0])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def _running_own() -> int:
+    """This process's runnable threads now (``/proc/self/task/*/stat`` in state R; at least the caller)."""
+    count = 0
+    try:
+        for task in os.listdir("/proc/self/task"):
+            try:
+                with open(f"/proc/self/task/{task}/stat", encoding="ascii", errors="replace") as fh:
+                    count += fh.read().rsplit(")", 1)[1].split()[0] == "R"
+            except (OSError, IndexError):
+                continue
+    except OSError:
+        return 1
+    return max(1, count)
+
+
+def running_others(samples: int = 5, interval_s: float = 0.02) -> float | None:
+    """Runnable threads of other processes, averaged over a few samples (None where ``/proc`` is unavailable).
+
+    The load average lags by about a minute; this sees a competitor that started a moment ago."""
+    seen: list[int] = []
+    for k in range(samples):
+        total = _running_total()
+        if total is None:
+            return None
+        seen.append(max(0, total - _running_own()))
+        if k < samples - 1:
+            time.sleep(interval_s)
+    return sum(seen) / len(seen)
+
+
+def other_load() -> float:
+    """CPU demand of other processes: the larger of the 1-minute load average less this process's share and the
+    runnable threads of others now."""
+    try:
+        average = max(0.0, os.getloadavg()[0] - own_load())
+    except (AttributeError, OSError):
+        average = 0.0
+    now = running_others()
+    return max(average, now or 0.0)
+
+
+def free_cores(cores: int | None = None, others: float | None = None) -> int:
+    """The usable cores less the load of other processes (:func:`other_load`), rounded and clamped to
+    ``[1, cores]``. Arguments override the measured values."""
+    n = usable_cores() if cores is None else max(1, cores)
+    load = other_load() if others is None else max(0.0, others)
+    return min(n, max(1, int(n - load + 0.5)))
+
+
+def parse_setting(setting: str | int | None) -> int | None:
+    """``auto``/None/empty -> None (choose from the free cores); a positive integer -> itself; else ValueError."""
+    if setting is None or (isinstance(setting, str) and setting.strip().lower() in ("", "auto")):
+        return None
+    try:
+        value = int(setting)
+    except ValueError:
+        raise ValueError(f"torch threads: expected 'auto' or a positive integer, got {setting!r}") from None
+    if value < 1:
+        raise ValueError(f"torch threads: expected 'auto' or a positive integer, got {setting!r}")
+    return value
+
+
+def configure_torch_threads(setting: str | int | None = "auto", *, force: bool = False) -> int:
+    """Set ``torch.set_num_threads`` once per process and return the count (later calls return the first choice
+    unless ``force``). ``$CLARIFYFLOW_TORCH_THREADS`` overrides ``setting``."""
+    global _chosen
+    if _chosen is not None and not force:
+        return _chosen
+    env = os.environ.get(ENV)
+    fixed = parse_setting(env if env not in (None, "") else setting)
+    import torch
+
+    if fixed is not None:
+        threads, why = fixed, f"${ENV}={env}" if env else "configured"
+    else:
+        cores, others = usable_cores(), other_load()
+        threads = free_cores(cores, others)
+        why = f"auto: {cores} usable cores, load of other processes {others:.2f}"
+    torch.set_num_threads(threads)
+    _chosen = threads
+    print(f"torch threads: {threads} ({why})", file=sys.stderr)  # once per process
+    return threads
+
