@@ -171,10 +171,38 @@ def _grpo(root, cfg, profile, rows, out_dir, check=None):
     record = training_record("grpo", chosen, inherited=read_training_sources(sft_adapter).source_ids)
     # the GRPO adapter sits on the merged SFT policy: LocalPolicy.from_adapter merges SFT first when it reads this
     records = {STACK_FILE: {"adapters": ["../sft/adapter"]}, TRAINING_SOURCES: record}
+    heldout = _heldout_callback(root, cfg, staged_weights=weights)
     result = train_grpo(model, tokenizer, dataset, functions, profile, out_dir,
-                        reward_weights=trl_glue.reward_weights(functions), records=records, check=check)
+                        reward_weights=trl_glue.reward_weights(functions), records=records, check=check,
+                        heldout=heldout)
+    from tasks.training.heldout import comparison
+
     return result, {"prompts": len(dataset), "relevance_weights": weights_source(weights_path)[1], "split": "train",
-                    "train_source_ids": len(record["source_ids"])}
+                    "train_source_ids": len(record["source_ids"]), "heldout": comparison(heldout.curve)}
+
+
+def _heldout_callback(root, cfg, staged_weights):
+    """The held-out curve: SFT's held-out rows, scored with the reward as evaluate@swe scores (no diversity cache)."""
+    from tasks.errors import InputError
+    from tasks.rewards.staged import StagedReward
+    from tasks.sftdata import SftRow
+    from tasks.store import read_jsonl
+    from tasks.training.heldout import HeldoutPrompt, heldout_callback
+
+    path = root / "data" / "sft" / "heldout.jsonl"
+    rows = read_jsonl(path, SftRow) if path.is_file() else []
+    if not rows:
+        raise InputError(path, "no held-out rows: GRPO's held-out curve needs them (construct.swe.heldout_fraction)")
+    if any(r.split != "heldout" for r in rows):
+        raise InputError(path, "holds rows outside the held-out split (rerun dvc repro sft_data)", field="split")
+    settings = cfg.training.heldout
+    rows = rows[: settings.limit] if settings.limit else rows
+    prompts = [HeldoutPrompt(case_id=r.case_id, source_id=r.instance_id, incomplete_issue=r.incomplete_issue,
+                             full_issue=r.full_issue, hints=r.hints) for r in rows]
+    reward_cfg = cfg.reward_config()
+    reward_cfg = reward_cfg.model_copy(update={"diversity": reward_cfg.diversity.model_copy(update={"cache_size": 0})})
+    return heldout_callback(prompts, StagedReward(reward_cfg, staged_weights), every=settings.every,
+                            max_new_tokens=settings.max_new_tokens)
 
 
 def describe(summary: dict) -> str:

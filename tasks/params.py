@@ -169,6 +169,15 @@ class SftDataParams(Section):
         return data
 
 
+class HeldoutParams(Section):
+    every: int = Field(default=3, ge=1)
+    """Score the policy on the held-out SFT rows every this many GRPO steps (and before the first, = SFT)."""
+    max_new_tokens: int = Field(default=128, ge=1)
+    """Greedy answer length of those scorings (evaluate@swe's policies use 128)."""
+    limit: int | None = Field(default=None, ge=1)
+    """The first N held-out rows only; None: all of them."""
+
+
 class TrainingParams(Section):
     profile: Literal["cpu", "gpu"] = "cpu"
     """``cpu``: SmolLM2-135M-Instruct, few short steps; ``gpu``: Qwen3-8B with vLLM generation (needs CUDA)."""
@@ -176,6 +185,8 @@ class TrainingParams(Section):
     """Deep-merged into the profile (e.g. ``{sft: {max_steps: 40}, grpo: {num_generations: 8}}``)."""
     grpo_prompts: int = Field(default=16, ge=1)
     """How many training prompts GRPO draws (deterministically) from data/sft/train.jsonl."""
+    heldout: HeldoutParams = HeldoutParams()
+    """The held-out reward curve GRPO logs (data/models/grpo/heldout_curve.json)."""
 
 
 class ReportParams(Section):

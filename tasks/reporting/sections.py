@@ -306,10 +306,31 @@ def _weights_table(weights: dict[str, Any], *, paper: bool) -> Table:
 
 # ---- training ---------------------------------------------------------------------------------------------------
 
+def heldout_table(heldout: dict[str, Any]) -> Table:
+    """SFT (step 0) against GRPO (last step) on the held-out rows, with the paired interval of the gain."""
+    sft, grpo, gain = heldout.get("sft", {}), heldout.get("grpo", {}), heldout.get("gain", {})
+    rows = []
+    for name, interval in gain.items():
+        ci = f"{fmt(interval.get('mean'))} [{fmt(interval.get('low'))}, {fmt(interval.get('high'))}]"
+        rows.append([name.replace("_", " "), fmt(sft.get(name)), fmt(grpo.get(name)), ci,
+                     "yes" if interval.get("low", 0) > 0 or interval.get("high", 0) < 0 else "no"])
+    steps = heldout.get("steps", ["?", "?"])
+    caption = (f"Held-out staged reward, SFT (step {steps[0]}) vs GRPO (step {steps[-1]}): "
+               f"{heldout.get('cases')} cases from {heldout.get('issues')} issues never trained on, greedy answers; "
+               "gain = GRPO − SFT paired by case with a 95% bootstrap interval")
+    return Table(["reward", "SFT", "GRPO", "gain [95% interval]", "interval excludes 0"], rows, caption=caption)
+
+
 def training_section(inputs: ReportInputs, used: set[str]) -> Section:
     children = []
     for stage in ("sft", "grpo"):
-        figures = _figure(inputs, f"data/models/{stage}/loss.png", stage, f"{stage.upper()} training loss")
+        figures: list[Block] = []
+        heldout = (inputs.metrics.get(stage) or {}).get("heldout")
+        if isinstance(heldout, dict) and heldout.get("gain"):
+            figures.append(heldout_table(heldout))
+        figures += _figure(inputs, f"data/models/{stage}/heldout.png", stage,
+                           "Held-out staged reward against GRPO step, per stage (dashed: SFT, the step-0 policy)")
+        figures += _figure(inputs, f"data/models/{stage}/loss.png", stage, f"{stage.upper()} training loss")
         figures += _figure(inputs, f"data/models/{stage}/rewards.png", stage, f"{stage.upper()} rewards per stage")
         children.append(stage_or_missing(inputs, used, stage, stage.upper(), stage,
                                          f"no data/metrics/stages/{stage}.json", figures))

@@ -305,6 +305,7 @@ def train_grpo(
     reward_weights: Mapping[str, float] | Sequence[float] | None = None,
     records: Mapping[str, Any] | None = None,
     check: Callable[[Path], None] | None = None,
+    heldout: Any | None = None,
 ) -> TrainResult:
     """LoRA GRPO; every reward function is logged as ``rewards/<__name__>/mean``.
 
@@ -313,6 +314,8 @@ def train_grpo(
     log_extra=, log_metric=)`` must return one float (or ``None``) per completion. ``reward_weights`` (else the
     profile's) sets each function's share of the advantage, e.g. 0 for the per-stage rewards and 1 for the gated
     total: zero-weight functions are still computed and logged. ``records`` and ``check`` as for :func:`train_sft`.
+    ``heldout``: a :func:`tasks.training.heldout.heldout_callback`; its curve is published with the adapter
+    (``heldout_curve.json``, ``heldout.png``).
     """
     profile, out_dir = _profile(profile), Path(out_dir)
     rows = check_grpo_rows(dataset_rows)
@@ -344,8 +347,13 @@ def train_grpo(
             chat_template_kwargs=dict(profile.chat_template_kwargs) or None, log_completions=False, **vllm,
         )
         trainer = GRPOTrainer(model=model, reward_funcs=funcs, args=args, train_dataset=Dataset.from_list(rows),
-                              processing_class=tokenizer, peft_config=_lora_config(profile))
+                              processing_class=tokenizer, peft_config=_lora_config(profile),
+                              callbacks=[heldout] if heldout is not None else None)
         seconds = _run(trainer)
+        if heldout is not None and is_main_process():
+            from .heldout import write_curve
+
+            write_curve(staging, heldout.curve)
         result = _finish(trainer, tokenizer, staging, out_dir, kind="grpo", model=model_path_or_model, label=label,
                          profile=profile, n_rows=len(rows), seconds=seconds, reward_names=names, weights=weights,
                          records=records)

@@ -1,0 +1,208 @@
+"""Held-out staged reward during GRPO: the policy answers the held-out issues every N steps, greedy, and the staged
+reward scores the answers as ``evaluate@swe`` does (no siblings, no cross-sample diversity cache).
+
+Step 0 is scored before the first update, where the GRPO adapter is still zero: that point is the SFT policy, so
+the curve compares GRPO with SFT on the same issues, paired by case. The points go to ``heldout_curve.json``
+next to the adapter, with a plot per stage (``heldout.png``); :func:`comparison` gives the paired bootstrap
+interval of (last − first) for the total and for each stage.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+CURVE_FILE = "heldout_curve.json"
+CURVE_PNG = "heldout.png"
+TOTAL = "total"
+
+
+class HeldoutPrompt(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    case_id: str
+    source_id: str
+    incomplete_issue: str = Field(min_length=1)
+    full_issue: str = Field(min_length=1)
+    hints: str = ""
+
+
+class HeldoutPoint(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    step: int = Field(ge=0)
+    total: float
+    stages: dict[str, float]
+    per_case: dict[str, float]
+    """case id -> staged total."""
+    per_case_stages: dict[str, dict[str, float]]
+    """stage -> case id -> stage value (0 for a case without questions)."""
+    questions: float = Field(ge=0.0)
+    """Mean number of parsed questions per answer."""
+    asking_rate: float = Field(ge=0.0, le=1.0)
+    """Share of answers with at least one question."""
+
+
+class HeldoutCurve(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    cases: int
+    issues: int
+    every: int
+    max_new_tokens: int
+    points: list[HeldoutPoint] = []
+
+
+class Interval(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    mean: float
+    low: float
+    high: float
+
+
+def paired_interval(after: Sequence[float], before: Sequence[float], *, n: int = 2000, seed: int = 0) -> Interval:
+    """Mean of (after − before) over paired cases with a 95% percentile bootstrap interval (resampling cases)."""
+    diffs = [a - b for a, b in zip(after, before, strict=True)]
+    if not diffs:
+        raise ValueError("no paired cases")
+    rng = random.Random(seed)
+    k = len(diffs)
+    means = sorted(sum(diffs[rng.randrange(k)] for _ in range(k)) / k for _ in range(n))
+    return Interval(mean=sum(diffs) / k, low=means[int(0.025 * n)], high=means[int(0.975 * n) - 1])
+
+
+def score_answers(reward: Any, prompts: Sequence[HeldoutPrompt], answers: Sequence[str], step: int) -> HeldoutPoint:
+    """One point of the curve: ``reward`` is a :class:`tasks.rewards.staged.StagedReward` (cache_size 0)."""
+    samples = [{"completion": a, "incomplete_issue": p.incomplete_issue, "full_issue": p.full_issue,
+                "hints": p.hints} for p, a in zip(prompts, answers, strict=True)]
+    found = reward.score(samples)
+    stages = list(reward.stage_names)
+    per_case = {p.case_id: float(b.total) for p, b in zip(prompts, found, strict=True)}
+    per_stage = {s: {p.case_id: float(b.values.get(s) or 0.0) for p, b in zip(prompts, found, strict=True)}
+                 for s in stages}
+    n = max(len(found), 1)
+    return HeldoutPoint(
+        step=step, total=sum(per_case.values()) / n,
+        stages={s: sum(v.values()) / n for s, v in per_stage.items()},
+        per_case=per_case, per_case_stages=per_stage,
+        questions=sum(b.n_questions for b in found) / n, asking_rate=sum(b.n_questions > 0 for b in found) / n,
+    )
+
+
+def comparison(curve: HeldoutCurve, *, n: int = 2000, seed: int = 0) -> dict[str, Any]:
+    """First point (SFT) against the last (GRPO): means and paired intervals, total and per stage."""
+    if len(curve.points) < 2:
+        raise ValueError("a comparison needs the step-0 point and at least one later point")
+    first, last = curve.points[0], curve.points[-1]
+    ids = sorted(first.per_case)
+
+    def pair(a: Mapping[str, float], b: Mapping[str, float]) -> dict[str, float]:
+        return paired_interval([a[i] for i in ids], [b[i] for i in ids], n=n, seed=seed).model_dump()
+
+    return {
+        "cases": curve.cases, "issues": curve.issues, "steps": [first.step, last.step],
+        "sft": {TOTAL: first.total, **first.stages, "questions": first.questions},
+        "grpo": {TOTAL: last.total, **last.stages, "questions": last.questions},
+        "gain": {TOTAL: pair(last.per_case, first.per_case),
+                 **{s: pair(last.per_case_stages[s], first.per_case_stages[s]) for s in first.stages}},
+    }
+
+
+def write_curve(folder: Path, curve: HeldoutCurve) -> list[Path]:
+    """``heldout_curve.json`` and ``heldout.png`` (one panel per stage plus the total; SFT = the step-0 line)."""
+    import io
+
+    import matplotlib
+
+    from tasks.store import atomic_write_bytes, atomic_write_json
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    atomic_write_json(folder / CURVE_FILE, curve.model_dump(mode="json"))
+    if not curve.points:
+        return [folder / CURVE_FILE]
+    names = [TOTAL, *curve.points[0].stages]
+    fig, axes = plt.subplots(1, len(names), figsize=(3.0 * len(names), 3.0), dpi=100, sharex=True)
+    steps = [p.step for p in curve.points]
+    for ax, name in zip(axes, names, strict=True):
+        values = [p.total if name == TOTAL else p.stages[name] for p in curve.points]
+        ax.plot(steps, values, marker="o", markersize=3, label="GRPO")
+        ax.axhline(values[0], color="grey", linestyle="--", linewidth=1, label="SFT (step 0)")
+        ax.set_title(name.replace("_", " "), fontsize=9)
+        ax.set_xlabel("step", fontsize=8)
+        ax.grid(alpha=0.3)
+        ax.tick_params(labelsize=7)
+    axes[0].set_ylabel(f"held-out mean ({curve.cases} cases, {curve.issues} issues)", fontsize=8)
+    axes[0].legend(fontsize=7)
+    fig.tight_layout()
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", metadata={"Software": None})
+    plt.close(fig)
+    atomic_write_bytes(folder / CURVE_PNG, buf.getvalue())
+    return [folder / CURVE_FILE, folder / CURVE_PNG]
+
+
+Generate = Callable[[Any, Any, Sequence[str]], list[str]]
+
+
+def policy_generate(max_new_tokens: int, batch_size: int = 32) -> Generate:
+    """Greedy answers of the model being trained, through the evaluation's own ``LocalPolicy``."""
+
+    def generate(model: Any, tokenizer: Any, issues: Sequence[str]) -> list[str]:
+        from .policy import LocalPolicy
+
+        was_training = model.training
+        try:
+            policy = LocalPolicy(model, tokenizer, name="grpo-heldout",
+                                 settings=_settings(max_new_tokens=max_new_tokens, batch_size=batch_size))
+            return policy.ask_many(list(issues))
+        finally:
+            model.train(was_training)
+
+    return generate
+
+
+def _settings(**kwargs: Any):
+    from .policy import GenerationSettings
+
+    return GenerationSettings(**kwargs)
+
+
+def heldout_callback(prompts: Sequence[HeldoutPrompt], reward: Any, *, every: int, max_new_tokens: int,
+                     generate: Generate | None = None):
+    """A ``TrainerCallback`` that fills a :class:`HeldoutCurve` (``callback.curve``) at step 0, every ``every``
+    steps and at the last step."""
+    from transformers import TrainerCallback
+
+    prompts = list(prompts)
+    run = generate or policy_generate(max_new_tokens)
+
+    class HeldoutCallback(TrainerCallback):
+        def __init__(self) -> None:
+            self.curve = HeldoutCurve(cases=len(prompts), issues=len({p.source_id for p in prompts}), every=every,
+                                      max_new_tokens=max_new_tokens)
+
+        def _point(self, step: int, kwargs: dict) -> None:
+            if any(p.step == step for p in self.curve.points):
+                return
+            model, tokenizer = kwargs["model"], kwargs["processing_class"]
+            answers = run(model, tokenizer, [p.incomplete_issue for p in prompts])
+            point = score_answers(reward, prompts, answers, step)
+            self.curve.points.append(point)
+            print(f"held-out reward at step {step}: {point.total:.4f} "
+                  + " ".join(f"{k}={v:.3f}" for k, v in point.stages.items()), flush=True)
+
+        def on_train_begin(self, args, state, control, **kwargs):
+            self._point(0, kwargs)
+
+        def on_step_end(self, args, state, control, **kwargs):
+            if state.global_step % every == 0 or state.global_step >= state.max_steps:
+                self._point(state.global_step, kwargs)
+
+    return HeldoutCallback()
