@@ -30,8 +30,8 @@ OUT = ROOT / "benchmarks" / "out" / "swe_published.json"
 WORK = ROOT / ".cache" / "bench" / "swe_published"
 PAPER = {"questions_per_issue": {"clariti_grpo": 2.94, "gpt5_nano": 5.25, "gpt5": 5.07},
          "error_info_share": {"clariti_grpo": 0.264, "gpt5": 0.102}}
-HEADLINE = ("questions_per_issue", "redundancy_rate", "answerability_rate", "hidden_recall", "full_coverage_rate",
-            "weighted_recovery", "reward_mean", "predicted_resolution")
+HEADLINE = ("questions_per_issue", "redundancy_rate", "answerability_rate", "distinct_intents", "hidden_recall",
+            "full_coverage_rate", "weighted_recovery", "reward_mean", "predicted_resolution")
 
 
 def surrogate_path() -> tuple[Path | None, str]:
@@ -125,8 +125,8 @@ def main(argv: list[str] | None = None) -> int:
     print("published sets over all their lists (tasks.rewards.parse_questions):",
           ", ".join(f"{n} {v['questions_per_issue']:.2f} q/issue ({v['lists']} lists)" for n, v in all_lists.items()))
     print()
-    head = f"{'method':<16} {'cases':>5} {'q/issue':>7} {'redund':>7} {'answer':>7} {'recall':>7} {'full':>7} " \
-           f"{'wrecov':>7} {'reward':>7} {'pred.res*':>9} {'ErrInfo':>7}"
+    head = f"{'method':<16} {'cases':>5} {'q/issue':>7} {'redund':>7} {'answer':>7} {'intents':>7} {'recall':>7} " \
+           f"{'full':>7} {'wrecov':>7} {'reward':>7} {'pred.res*':>9} {'ErrInfo':>7}"
     print(head)
     def pct(row: dict, key: str) -> str:
         value = row.get(key)
@@ -137,7 +137,8 @@ def main(argv: list[str] | None = None) -> int:
         reward = row.get("reward_mean")
         pred = row.get("predicted_resolution")
         print(f"{name:<16} {row['cases']:>5} {row.get('questions_per_issue') or 0:7.2f} {pct(row, 'redundancy_rate')} "
-              f"{pct(row, 'answerability_rate')} {pct(row, 'hidden_recall')} {pct(row, 'full_coverage_rate')} "
+              f"{pct(row, 'answerability_rate')} {pct(row, 'distinct_intents')} {pct(row, 'hidden_recall')} "
+              f"{pct(row, 'full_coverage_rate')} "
               f"{pct(row, 'weighted_recovery')} {reward if reward is not None else 0:7.3f} "
               f"{(100 * pred if pred is not None else float('nan')):8.1f}% "
               f"{(100 * err if err is not None else float('nan')):6.1f}%")

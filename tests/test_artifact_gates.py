@@ -354,8 +354,8 @@ STAGE_METRICS = {
                   "mean_questions": 1.5}, {"rows": 4}),
     "sft": ({"backend": "TRL", "kind": "sft", "steps": 2, "trainable_params": 10, "n_rows": 4, "final_loss": 1.2},
             {}),
-    "evaluate/swe": ({"backend": "local", "cases": 3, "rows": {"a": {"answered_rate": 0.5}}, "reference_rows": {}},
-                     {"cases": 3}),
+    "evaluate/swe": ({"backend": "local", "cases": 3, "rows": {"a": {"answered_rate": 0.5, "distinct_intents": 0.8}},
+                      "reference_rows": {}}, {"cases": 3}),
 }
 
 
@@ -375,6 +375,7 @@ def test_stage_metrics_pass(stage):
     ("sft_data", {"train": 2}, r"train \+ heldout \(2 \+ 1\) != rows \(4\)"),
     ("sft", {"steps": 0}, "steps: Input should be greater than or equal to 1"),
     ("evaluate/swe", {"rows": {"a": {"answered_rate": 1.2}}}, r"rows.a.answered_rate: rate 1.2 outside \[0, 1\]"),
+    ("evaluate/swe", {"rows": {"a": {"distinct_intents": 1.5}}}, r"rows.a.distinct_intents: rate 1.5 outside \[0, 1\]"),
 ])
 def test_corrupted_stage_metrics_fail(stage, change, message):
     from tasks.validation.stage_metrics import check_stage_metrics

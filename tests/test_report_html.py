@@ -95,6 +95,7 @@ def seed_outputs(root: Path, *, with_swe_eval: bool = False) -> None:
     if with_swe_eval:
         _write(stages, "evaluate/swe.json", {"backend": "swe_user (local)", "methods": {
             "oracle": {"questions_per_issue": {"mean": 2.0, "ci_low": 1.5, "ci_high": 2.5},
+                       "distinct_intents": {"mean": 0.75, "ci_low": 0.5, "ci_high": 1.0},
                        "category_share": {"error_info": 0.4}}}})
         _write(root, "data/eval/swe/categories.png", tiny_png(7))
     results = root / ".cache" / "gx" / "results"
@@ -314,6 +315,7 @@ def test_swe_evaluation_is_shown_once_it_has_run(outputs):
     rows = next(t for t in page.tables if t[0][0] == "method" and "questions_per_issue" in t[0])
     header = rows[0]
     assert rows[1][header.index("questions_per_issue")] == "2 [1.5, 2.5]"
+    assert rows[1][header.index("distinct_intents")] == "0.75 [0.5, 1]"
     assert rows[1][header.index("category_share.error_info")] == "0.4"
     assert "Roles behind these numbers (all local backends, see Model roles): swe_user" in page.text("evaluate-swe")
     assert len(page.imgs) == 8

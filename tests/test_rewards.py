@@ -131,6 +131,40 @@ def test_parser_strips_thinking_and_empty(text, expected):
     assert parse_questions(text) == expected
 
 
+PARSER_TEXTS = [
+    "1. What is the full traceback?\n2. Which version do you run?",
+    "1) What is the full traceback?\n2) Which version do you run?\n3) which version do you run",
+    "- What is the full traceback?\n- Which version do you run?\n- What is the full traceback?",
+    "Thanks for the report. What is the full traceback? Which version do you run? What is the FULL traceback?!",
+    "<think>1. Should I ask about logs?</think>\n1. What is the full traceback?\n2. Which version do you run?",
+    "1. Short?\n2. **What is the full traceback?**\n3. Which version do you\n   run on the server?",
+]
+
+
+@pytest.mark.parametrize("text", PARSER_TEXTS)
+def test_policy_clarifier_and_reward_parse_alike(text):
+    """The OR policy agent asks what the reward (and the SWE evaluation) parse, less exact repeats."""
+    from tasks.clarifiers.policy import PolicyMethod, PolicyOptions
+
+    class Fixed:
+        def ask(self, brief):
+            return text
+
+    asked = PolicyMethod("policy", PolicyOptions(), loader=Fixed).questions("a brief")
+    assert asked == parse_questions(text, dedupe=True)
+    assert set(asked) <= set(parse_questions(text))
+
+
+def test_dedupe_drops_exact_repeats_only():
+    text = PARSER_TEXTS[3]
+    kept = ["What is the full traceback?", "Which version do you run?", "What is the FULL traceback?"]
+    assert parse_questions(text) == kept  # the reward sees the repeat (the diversity stage penalises it)
+    assert parse_questions(text, dedupe=True) == kept[:2]
+    assert parse_questions(PARSER_TEXTS[1], dedupe=True) == ["What is the full traceback?",
+                                                            "Which version do you run?"]
+    assert parse_questions(numbered(Q_TRACE, Q_TRACE_AGAIN), dedupe=True) == [Q_TRACE, Q_TRACE_AGAIN]  # rephrased
+
+
 def test_empty_output_scores_zero():
     judges = StubJudges()
     (out,) = reward(judges).score([sample("<think>no idea</think>")])
@@ -149,9 +183,12 @@ def test_stage_values_on_hand_checked_example():
     assert out.total == pytest.approx(0.25 * (R1 + R2 + R3 + R4))  # 0.75
 
 
-@pytest.mark.parametrize("within, expected", [("any", 1 - 2 / 3), ("earlier", 1 - 1 / 3)])
-def test_diversity_within_completion(within, expected):
-    staged = reward(diversity={"within_completion": within})
+@pytest.mark.parametrize("mode, within, expected", [
+    ("embedding", "any", 1 - 2 / 3), ("embedding", "earlier", 1 - 1 / 3),
+    ("intent", "any", 2 / 3), ("intent", "earlier", 2 / 3),  # two intents in three questions, whatever `within`
+])
+def test_diversity_within_completion(mode, within, expected):
+    staged = reward(diversity={"mode": mode, "within_completion": within})
     (out,) = staged.score([sample(numbered(Q_TRACE, Q_TRACE_AGAIN, Q_VERSION))])
     assert out.values["diversity"] == pytest.approx(expected)
 
@@ -191,6 +228,40 @@ def test_one_judge_call_per_stage_per_batch():
     reward(judges).score([sample(FOUR), sample(numbered(Q_TRACE)), sample(""), sample(numbered(Q_VERSION, Q_COLOUR))])
     assert judges.calls == Counter(redundant=1, answerable=1, classify=1, embed=1)
     assert judges.seen["redundant"] == 4 + 1 + 2
+
+
+def test_one_classifier_call_per_batch_in_intent_mode():
+    """Diversity labels every question and its siblings' once; task relevance and the cache reuse the labels."""
+    judges = StubJudges()
+    staged = reward(judges, diversity={"cache_size": 2})
+    batch = [sample(FOUR, [numbered(Q_TRACE_AGAIN, Q_VERSION)]), sample(numbered(Q_TRACE, Q_TRACE))]
+    staged.score(batch)
+    assert judges.calls["classify"] == 1 and judges.seen["classify"] == 5  # FOUR + Q_TRACE_AGAIN, each pair once
+    staged.score(batch)
+    assert judges.calls["classify"] == 2 and staged.cache_labels()[:4] == ["error_info", "version_env",
+                                                                            "expected_behavior", "irrelevant"]
+    embedding = StubJudges()
+    reward(embedding, diversity={"mode": "embedding"}).score(batch)
+    assert embedding.calls["classify"] == 1 and embedding.seen["classify"] == 5 - 1  # task relevance only
+
+
+def test_intent_clusters_link_by_label_and_cosine():
+    from tasks.rewards.intents import distinct_ratio, intent_clusters, same_intent
+
+    def unit(*xs):
+        v = np.array(xs, dtype=np.float32)
+        return v / np.linalg.norm(v, axis=1, keepdims=True)
+
+    # a~b (cos 0.6, one label), b~c (0.6), a-c only 0.0: one intent through b; d shares a's label but not its
+    # direction; e has another label at cos 0.6 with a; f has no label but cos 0.8 with e
+    vectors = unit([1, 0, 0, 0], [0.6, 0.8, 0, 0], [-0.28, 0.96, 0, 0], [0, 0, 1, 0], [0.6, 0, 0, 0.8], [0, 0, 0, 1])
+    labels = ["error_info", "error_info", "error_info", "error_info", "version_env", None]
+    kw = {"intent_threshold": 0.5, "similarity_threshold": 0.7}
+    assert intent_clusters(labels, vectors, **kw) == [0, 0, 0, 1, 2, 2]
+    assert distinct_ratio(intent_clusters(labels, vectors, **kw)) == pytest.approx(3 / 6)
+    assert intent_clusters(labels, vectors, intent_threshold=0.7, similarity_threshold=0.7) == [0, 1, 2, 3, 4, 4]
+    assert same_intent(labels[:1], vectors[:1], [None], vectors[1:2], **kw).tolist() == [[False]]
+    assert same_intent([], vectors[:0], labels, vectors, **kw).shape == (0, 6) and distinct_ratio([]) is None
 
 
 # ---- gating -------------------------------------------------------------------------------------------------------
@@ -388,3 +459,26 @@ def test_real_local_judges_on_an_obvious_example():
     assert good_out.total > off_out.total
     again = StagedReward(RewardConfig(), CLARITI_WEIGHTS).score(batch)
     assert [b.model_dump() for b in again] == [good_out.model_dump(), off_out.model_dump()]
+
+
+REPHRASED = ["Can you share the full traceback?", "What is the complete error output you see?",
+             "Could you paste the stack trace of the failure?"]
+PYTHON = "Which Python version are you on?"
+DISTINCT = ["Can you share the full traceback?", PYTHON, "What output did you expect instead?"]
+
+
+def test_rephrasing_one_ask_does_not_buy_diversity_with_the_real_local_judges():
+    """Three rephrasings of the traceback ask (MiniLM cosines 0.32 / 0.46 / 0.51, all below 0.7; the local
+    classifier labels all three error_info) plus the Python version are two intents; three different asks are
+    three. The embedding rule finds no similar pair in either list."""
+    from tasks.rewards.judges import RoleJudges
+
+    assert RoleJudges().classify([*REPHRASED, PYTHON], [REAL_INCOMPLETE] * 4) == ["error_info"] * 3 + ["version_env"]
+    batch = [{"completion": numbered(*qs), "incomplete_issue": REAL_INCOMPLETE, "full_issue": REAL_FULL}
+             for qs in ([*REPHRASED, PYTHON], DISTINCT)]
+    intent = StagedReward(RewardConfig(), CLARITI_WEIGHTS).score(batch)
+    embedding = StagedReward(RewardConfig.model_validate({"diversity": {"mode": "embedding"}}),
+                             CLARITI_WEIGHTS).score(batch)
+    assert [b.values["diversity"] for b in intent] == [0.5, 1.0]
+    assert [b.values["diversity"] for b in embedding] == [1.0, 1.0]
+    assert intent[0].total < embedding[0].total and intent[1].total == embedding[1].total

@@ -123,7 +123,8 @@ GOOD = ("1. Which Python version and tablekit release are you running?\n"
         "2. Which colour theme do you prefer for the dashboard?\n"
         "3. What is the exact error message or traceback printed when the export fails?")
 DUPLICATES = ("1. What is the full error message?\n2. What exact error message do you get?\n"
-              "3. Can you paste the complete error message text?")
+              "3. Can you paste the complete error message text?\n4. Which error message is printed?")
+"""One ask four ways: one intent in four questions, diversity 1/4 < 0.3 (three ways would pass with 1/3)."""
 IRRELEVANT = "1. Which colour theme do you prefer for the dashboard?\n2. How many people are on your sales team?"
 
 

@@ -21,7 +21,7 @@ from tasks.evaluation.swe_methods import (
     PolicyQuestioner,
     build_method,
 )
-from tasks.evaluation.swe_metrics import IssueBootstrap, outcome, presence_after
+from tasks.evaluation.swe_metrics import IssueBootstrap, method_metrics, outcome, presence_after
 from tasks.evaluation.swe_surrogate import LABEL, load_surrogate, save_surrogate
 from tasks.evaluation.swe_units import QuestionRecord, SweUnit, compute_units
 from tasks.records import Brief, Case, CaseMetadata, HiddenSlot, Unit
@@ -175,12 +175,29 @@ def test_user_answers_from_the_full_issue_or_says_it_has_no_information():
     assert unit.reward is not None and 0.0 < unit.reward.total <= 1.0
 
 
+def test_units_number_each_lists_intents_and_the_reward_reuses_them():
+    """The unit's intents are the reward's: three rephrasings of the error ask are one intent, the version ask
+    another, and the diversity stage (intent mode, no siblings or cache here) scores distinct intents / questions."""
+    toy = next(x for x in cases() if x.hidden_categories == [R])
+    text = ("1. Can you share the full traceback?\n2. What is the complete error output you see?\n"
+            "3. Could you paste the stack trace of the failure?\n4. Which Python version are you on?")
+    completion = build_method("x", "no_questions", {}, ctx()).complete([toy])[0].model_copy(update={"text": text})
+    units = {mode: compute_units([toy], [completion], method="x", keys=["k"], roles=RolesParams(),
+                                 reward=RewardConfig.model_validate({"diversity": {"mode": mode}}),
+                                 weights=dict(CLARITI_WEIGHTS))[0] for mode in ("intent", "embedding")}
+    for unit in units.values():
+        assert [r.intent for r in unit.questions] == [0, 0, 0, 1]  # whatever the reward's mode
+    assert units["intent"].reward.values["diversity"] == 0.5
+    assert units["embedding"].reward.values["diversity"] == 1.0
+
+
 # ---- metric definitions ---------------------------------------------------------------------------------------------
 
 
-def q(label, answered, redundant=False, answerable=True) -> QuestionRecord:
+def q(label, answered, redundant=False, answerable=True, intent=0) -> QuestionRecord:
     return QuestionRecord(question=f"question about {label}?", label=label, answered=answered,
-                          answer="x" if answered else NO_INFO, redundant=redundant, answerable=answerable)
+                          answer="x" if answered else NO_INFO, redundant=redundant, answerable=answerable,
+                          intent=intent)
 
 
 def test_recall_coverage_and_weighted_recovery_by_hand():
@@ -202,6 +219,23 @@ def test_recall_coverage_and_weighted_recovery_by_hand():
     full = unit.model_copy(update={"questions": [*unit.questions, q("expected_behavior", True)]})
     o = outcome(toy, full, CLARITI_WEIGHTS)
     assert o.recall == 1.0 and o.full_coverage and o.weighted_recovery == pytest.approx(1.0)
+
+
+def test_distinct_intents_is_the_mean_over_cases_with_questions():
+    toys = cases()
+    units = [SweUnit(key=f"k{n}", method="m", case_id=c.case_id, source_id=c.metadata.source_id, questions=qs)
+             for n, (c, qs) in enumerate(zip(toys, [
+                 [q("error_info", True, intent=0), q("error_info", True, intent=0), q("version_env", True, intent=1)],
+                 [q("error_info", True, intent=0), q("reproduction", True, intent=1)],
+                 [],  # no questions: left out of the mean
+                 [q("irrelevant", False, intent=0)] * 4,
+             ]))]
+    by_id = {c.case_id: c for c in toys}
+    outcomes = [outcome(by_id[u.case_id], u, CLARITI_WEIGHTS) for u in units]
+    m = method_metrics(by_id, units, outcomes, n_resamples=200, seed=0)
+    assert m["distinct_intents"] == pytest.approx((2 / 3 + 1 + 1 / 4) / 3)
+    low, high = m["CI95"]["distinct_intents"]
+    assert low <= m["distinct_intents"] <= high
 
 
 def test_issue_bootstrap_pools_ratios_and_its_interval_contains_the_point():
@@ -305,6 +339,8 @@ def test_evaluation_end_to_end_resumes_without_work_and_labels_the_surrogate(tmp
     assert methods["ask_everything"]["questions_per_issue"] == 6
     assert methods["oracle_template"]["questions_per_issue"] == pytest.approx((3 + 1 + 1 + 3) / 4)
     assert methods["base_policy"]["questions_per_issue"] == 2
+    assert methods["no_questions"]["distinct_intents"] is None  # no case with questions
+    assert all(0 < m["distinct_intents"] <= 1 for m in methods.values() if m["questions"])
     assert methods["listed"]["cases"] == 2 and methods["listed"]["skipped_cases"] == 2
     for name, m in methods.items():
         for metric, ci in m["CI95"].items():
@@ -318,6 +354,7 @@ def test_evaluation_end_to_end_resumes_without_work_and_labels_the_surrogate(tmp
     assert methods["oracle_template"]["predicted_resolution"] >= methods["no_questions"]["predicted_resolution"]
     report = (tmp_path / "out" / "report.md").read_text()
     assert "surrogate" in report
+    assert "| answerability | distinct intents | hidden recall |" in report
     ranked, rest = report.split("### Reference rows (not ranked)", 1)
     table = [line for line in ranked.splitlines() if line.startswith("| ")]
     assert [line.split(" | ")[0] for line in table[1:]] == ["| ask_everything", "| base_policy", "| listed"]
@@ -341,6 +378,8 @@ def test_evaluation_end_to_end_resumes_without_work_and_labels_the_surrogate(tmp
     rows = [json.loads(line) for line in (tmp_path / "out" / "rows.jsonl").read_text().splitlines()]
     assert len(rows) == 20 and all(set(r["recovered"]) <= set(r["hidden"]) for r in rows)
     assert len(summary_frame(summary)) == 5 and len(rows_frame(tmp_path / "out")) == 20
+    assert "distinct_intents" in summary_frame(summary) and "distinct_intents" in stage["rows"]["base_policy"]
+    assert {r["distinct_intents"] is None for r in rows if r["method"] == "no_questions"} == {True}
 
 
 @pytest.mark.prefect
@@ -386,6 +425,9 @@ def test_gx_suites_accept_the_outputs(tmp_path):
     assert validate("swe_eval_rows", rows_frame(tmp_path / "out")).success
     bad = summary_frame(summary)
     bad.loc[0, "hidden_recall_low"] = 2.0
+    assert not validate("swe_eval_summary", bad).success
+    bad = summary_frame(summary)
+    bad.loc[1, "distinct_intents"] = 1.5
     assert not validate("swe_eval_summary", bad).success
 
 

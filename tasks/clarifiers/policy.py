@@ -1,7 +1,8 @@
 """A trained questioner policy as a clarifier (Open protocol).
 
 The policy (:class:`tasks.training.policy.LocalPolicy`: SmolLM2 alone, or with the SFT / GRPO LoRA adapter) writes
-a numbered list of questions for the brief once; the agent then asks them one per turn (``questions_per_turn`` at
+a numbered list of questions for the brief once (parsed by ``tasks.rewards.parse_questions``, the reward's parser,
+with exact repeats dropped); the agent then asks them one per turn (``questions_per_turn`` at
 a time, as a numbered list the detector counts item by item) and declares READY_TO_MODEL when the list is done.
 Generation is greedy, so the list is cached per brief, and each method instance keeps one loaded model, loaded on
 first use under a lock (episodes run concurrently in threads; generation is serialised through the same lock).
@@ -13,7 +14,6 @@ Options: ``adapter`` (an adapter folder such as ``data/models/sft/adapter``; nul
 
 from __future__ import annotations
 
-import re
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -25,9 +25,7 @@ from tasks.clarifiers.base import BaseAgent, MethodContext
 from tasks.clarifiers.freeqa import parse_options, ready_summary
 from tasks.episodes.records import AgentAction, AgentView, Protocol
 from tasks.errors import InputError
-from tasks.roles.question_detector import split_questions
-
-NUMBERED = re.compile(r"^\s*(?:\d{1,2}[.)]|[-*•])\s+(.+?)\s*$")
+from tasks.rewards.parse import parse_questions
 
 
 class PolicyOptions(BaseModel):
@@ -39,22 +37,6 @@ class PolicyOptions(BaseModel):
     questions_per_turn: int = Field(default=1, ge=1)
     max_new_tokens: int = Field(default=256, ge=1)
     system_prompt: str | None = None
-
-
-def parse_questions(text: str) -> list[str]:
-    """The policy's numbered list as questions (unnumbered text: its question sentences), de-duplicated."""
-    items = [m.group(1) for line in text.splitlines() if (m := NUMBERED.match(line))]
-    if not items:
-        items = split_questions(text)
-    seen: set[str] = set()
-    out: list[str] = []
-    for item in items:
-        item = item.strip()
-        key = re.sub(r"\W+", " ", item.casefold()).strip()
-        if item and key and key not in seen:
-            seen.add(key)
-            out.append(item)
-    return out
 
 
 class PolicyMethod:
@@ -87,7 +69,7 @@ class PolicyMethod:
             if brief not in self._cache:
                 if self._policy is None:
                     self._policy = self._loader()
-                self._cache[brief] = parse_questions(self._policy.ask(brief))
+                self._cache[brief] = parse_questions(self._policy.ask(brief), dedupe=True)
                 self.generations += 1
             return list(self._cache[brief])
 

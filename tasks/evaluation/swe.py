@@ -370,7 +370,13 @@ def summarise(cases: Sequence[Case], units_by_method: dict[str, list], settings:
     ``reference_methods`` (in ``reference_order``), each with its ``reference`` (kind, what it reads)."""
     from tasks.evaluation.metrics import tidy
     from tasks.evaluation.swe_methods import reference_of
-    from tasks.evaluation.swe_metrics import measured_metrics, method_metrics, outcome, presence_after
+    from tasks.evaluation.swe_metrics import (
+        distinct_intents,
+        measured_metrics,
+        method_metrics,
+        outcome,
+        presence_after,
+    )
     from tasks.evaluation.swe_surrogate import LABEL
     from tasks.evaluation.swe_units import UNIT_ROLES, evaluation_reward
     from tasks.roles.config import describe_roles
@@ -421,7 +427,7 @@ def summarise(cases: Sequence[Case], units_by_method: dict[str, list], settings:
                 "weighted_recovery": o.weighted_recovery if o else None,
                 "predicted_resolution": o.predicted_resolution if o else None,
                 "measured_resolved": measured.resolved.get(u.case_id) if measured is not None else None,
-                "n_questions": len(u.questions), "completion": u.completion,
+                "n_questions": len(u.questions), "distinct_intents": distinct_intents(u), "completion": u.completion,
                 "questions": [q.model_dump() for q in u.questions],
                 "reward": u.reward.model_dump() if u.reward else None,
             })
@@ -512,8 +518,8 @@ def _fmt(value: Any, ci: Any = None, pct: bool = False) -> str:
     return text
 
 
-SWE_HEADER = ("| method | kind | cases | questions / issue | redundancy | answerability | hidden recall "
-              "| full coverage | weighted recovery | staged reward | resolution |")
+SWE_HEADER = ("| method | kind | cases | questions / issue | redundancy | answerability | distinct intents "
+              "| hidden recall | full coverage | weighted recovery | staged reward | resolution |")
 REFERENCE_TITLE = "Reference rows (not ranked)"
 REFERENCE_NOTE = ("Reference rows read what a method may not (privileged: the hidden categories) or nothing at all "
                   "(a bound): they bracket the methods above and are never ranked with them.")
@@ -521,13 +527,14 @@ REFERENCE_NOTE = ("Reference rows read what a method may not (privileged: the hi
 
 def _method_cells(name: str, m: dict[str, Any]) -> list[str]:
     if not m.get("cases"):
-        return [name, m["kind"], "0", *["–"] * 8]
+        return [name, m["kind"], "0", *["–"] * 9]
     ci = m["CI95"]
     res = m.get("resolution")
     res_text = f"{_fmt(res['value'], res['CI95'], True)} ({res['kind']})" if res else "–"
     return [name, m["kind"], str(m["cases"]), _fmt(m["questions_per_issue"], ci["questions_per_issue"]),
             _fmt(m["redundancy_rate"], ci["redundancy_rate"], True),
             _fmt(m["answerability_rate"], ci["answerability_rate"], True),
+            _fmt(m["distinct_intents"], ci["distinct_intents"], True),
             _fmt(m["hidden_recall"], ci["hidden_recall"], True),
             _fmt(m["full_coverage_rate"], ci["full_coverage_rate"], True),
             _fmt(m["weighted_recovery"], ci["weighted_recovery"], True), _fmt(m["reward_mean"], ci["reward_mean"]),
@@ -551,11 +558,11 @@ def report_markdown(summary: dict[str, Any]) -> str:
              (f"{summary['cases']} cases from {summary['issues']} issues ({summary['case_source']}, split "
               f"{summary['split']['evaluated']}). Values are means with 95% percentile-bootstrap intervals over "
               "issues."), "",
-             SWE_HEADER, "|---|---|---|---|---|---|---|---|---|---|---|"]
+             SWE_HEADER, "|---" * SWE_HEADER.count(" | ") + "|---|"]
     lines += [_line(_method_cells(name, methods[name])) for name in order]
     if summary["reference_order"]:
         header = SWE_HEADER.replace("| kind |", "| kind | reference | reads |")
-        lines += ["", f"### {REFERENCE_TITLE}", "", REFERENCE_NOTE, "", header, "|---" * 13 + "|"]
+        lines += ["", f"### {REFERENCE_TITLE}", "", REFERENCE_NOTE, "", header, "|---" * header.count(" | ") + "|---|"]
         for name in summary["reference_order"]:
             cells = _method_cells(name, reference[name])
             lines.append(_line([*cells[:2], reference[name]["reference"]["kind"],

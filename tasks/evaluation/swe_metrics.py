@@ -11,9 +11,10 @@ Per case (one incomplete issue variant; H = its hidden categories, Q = the metho
 
 Per method:
 
-- issue-level metrics (``questions_per_issue``, ``hidden_recall``, ``full_coverage_rate``, ``weighted_recovery``,
-  ``reward_mean``, ``reward_<stage>_mean``, ``predicted_resolution``, ``measured_resolution``): the mean over
-  evaluated cases;
+- issue-level metrics (``questions_per_issue``, ``distinct_intents``, ``hidden_recall``, ``full_coverage_rate``,
+  ``weighted_recovery``, ``reward_mean``, ``reward_<stage>_mean``, ``predicted_resolution``,
+  ``measured_resolution``): the mean over evaluated cases (``distinct_intents``: a list's distinct intents /
+  questions, ``tasks.rewards.intents``, over the cases with questions);
 - question-level rates (``redundancy_rate``, ``answerability_rate``, ``answered_rate``, ``category_share.<label>``):
   pooled over all questions, Σ flagged / Σ judged (a judge failure is left out of both);
 - ``CI95``: percentile bootstrap over **issues** (a case's variants resample together, since they share one source
@@ -38,13 +39,14 @@ from tasks.categories import Category
 from tasks.evaluation.swe_units import SweUnit
 from tasks.records import Case
 from tasks.rewards.config import STAGE_NAMES
+from tasks.rewards.intents import distinct_ratio
 
 LABELS: tuple[str, ...] = (*(c.key for c in Category), "irrelevant")
-ISSUE_METRICS = ("questions_per_issue", "hidden_recall", "full_coverage_rate", "weighted_recovery", "reward_mean",
-                 *(f"reward_{s}_mean" for s in STAGE_NAMES), "predicted_resolution")
+ISSUE_METRICS = ("questions_per_issue", "distinct_intents", "hidden_recall", "full_coverage_rate",
+                 "weighted_recovery", "reward_mean", *(f"reward_{s}_mean" for s in STAGE_NAMES), "predicted_resolution")
 QUESTION_METRICS = ("redundancy_rate", "answerability_rate", "answered_rate")
-RATE_COLUMNS = ("hidden_recall", "full_coverage_rate", "weighted_recovery", "predicted_resolution",
-                *QUESTION_METRICS)
+RATE_COLUMNS = ("distinct_intents", "hidden_recall", "full_coverage_rate", "weighted_recovery",
+                "predicted_resolution", *QUESTION_METRICS)
 
 
 @dataclass(frozen=True)
@@ -79,6 +81,11 @@ def outcome(case: Case, unit: SweUnit, weights: Mapping[str, float], predicted: 
         weighted_recovery=(sum(weights[h] for h in recovered) / total) if total > 0 else None,
         predicted_resolution=predicted,
     )
+
+
+def distinct_intents(unit: SweUnit) -> float | None:
+    """Distinct intents / questions of one unit; None without questions."""
+    return distinct_ratio([q.intent for q in unit.questions])
 
 
 def presence_after(case: Case, unit: SweUnit) -> set[str]:
@@ -138,6 +145,7 @@ def method_metrics(cases: Mapping[str, Case], units: Sequence[SweUnit], outcomes
         values[name], ci[name] = result
 
     put("questions_per_issue", boot.mean([o.n_questions for o in outcomes]))
+    put("distinct_intents", boot.mean([distinct_intents(u) for u in units]))
     put("hidden_recall", boot.mean([o.recall for o in outcomes]))
     put("full_coverage_rate", boot.mean([float(o.full_coverage) for o in outcomes]))
     put("weighted_recovery", boot.mean([o.weighted_recovery for o in outcomes]))

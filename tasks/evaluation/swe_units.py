@@ -8,11 +8,13 @@ Per question (every role through ``run_role``, so each can be local or an LLM, p
   when it cannot answer);
 - ``redundant``: the ``redundancy_judge`` against the incomplete issue (the brief);
 - ``answerable``: the ``answerability_judge`` against the full issue + hints;
-- ``label``: the ``question_classifier`` (a category key or ``irrelevant``) with the brief as context.
+- ``label``: the ``question_classifier`` (a category key or ``irrelevant``) with the brief as context;
+- ``intent``: the question's intent within its list (``tasks.rewards.intents``: label + MiniLM embedding, with the
+  reward's ``diversity`` thresholds), numbered from 0 in order of first appearance.
 
 A role call that fails leaves that field None (counted, never fatal). The staged reward (``StagedReward`` with the
-given ``RewardConfig``) reuses these labels through :class:`PrecomputedJudges`, so each judge runs once per
-question; its diversity stage compares a list only with itself (cache size 0, no siblings), so a case's reward
+given ``RewardConfig``) reuses these labels and embeddings through :class:`PrecomputedJudges`, so each judge runs
+once per question; its diversity stage compares a list only with itself (cache size 0, no siblings), so a case's reward
 does not depend on which cases were scored before it.
 """
 
@@ -44,6 +46,8 @@ class QuestionRecord(BaseModel):
     answer: str
     redundant: bool | None
     answerable: bool | None
+    intent: int
+    """Questions of one list with the same number share an intent."""
 
 
 class RewardRecord(BaseModel):
@@ -131,11 +135,13 @@ def evaluation_reward(reward: RewardConfig, roles: RolesParams) -> RewardConfig:
 
 
 class PrecomputedJudges:
-    """The reward's judges, answered from the labels this chunk already computed (falls back to the roles)."""
+    """The reward's judges, answered from the labels and embeddings this chunk already computed (falls back to the
+    roles)."""
 
-    def __init__(self, fallback, redundant: dict, answerable: dict, labels: dict):
+    def __init__(self, fallback, redundant: dict, answerable: dict, labels: dict, vectors: dict | None = None):
         self.fallback = fallback
         self._redundant, self._answerable, self._labels = redundant, answerable, labels
+        self._vectors = {} if vectors is None else vectors
         self.misses = 0
 
     def _lookup(self, table: dict, keys: list, compute) -> list:
@@ -159,7 +165,8 @@ class PrecomputedJudges:
                             lambda ks: self.fallback.classify([q for q, _ in ks], [t for _, t in ks]))
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
-        return self.fallback.embed(texts)
+        found = self._lookup(self._vectors, list(texts), lambda ks: list(self.fallback.embed(ks)))
+        return np.stack(found) if found else np.zeros((0, 0), np.float32)
 
 
 def _run(name: str, inputs: list, roles: RolesParams, client) -> list:
@@ -184,6 +191,7 @@ def _label(output) -> str | None:
 def compute_units(cases: Sequence[Case], completions: Sequence[Any], *, method: str, keys: Sequence[str],
                   roles: RolesParams, reward: RewardConfig, weights: dict[str, float], client=None) -> list[SweUnit]:
     """Answer, judge, classify and score the questions of one chunk of cases (one batched call per role)."""
+    from tasks.rewards.intents import intent_clusters
     from tasks.rewards.judges import RoleJudges
     from tasks.rewards.parse import parse_questions
     from tasks.rewards.staged import StagedReward
@@ -201,6 +209,16 @@ def compute_units(cases: Sequence[Case], completions: Sequence[Any], *, method: 
                                                                  hints=cases[k].hints) for k, q in flat], roles, client)
     cls = _run("question_classifier", [ClassifierInput(question=q, issue_text=cases[k].brief.content)
                                               for k, q in flat], roles, client)
+    cfg = evaluation_reward(reward, roles)
+    roles_judges = RoleJudges(cfg.judges, client=client)
+    texts = list(dict.fromkeys(q for _, q in flat))
+    vectors = dict(zip(texts, np.asarray(roles_judges.embed(texts), dtype=np.float32))) if texts else {}
+    labels = [_label(out) for out in cls]
+    intents: list[int] = []
+    for qs in filter(None, asked):  # flat runs case by case
+        intents += intent_clusters(labels[len(intents):len(intents) + len(qs)], np.stack([vectors[q] for q in qs]),
+                                   intent_threshold=cfg.diversity.intent_threshold,
+                                   similarity_threshold=cfg.diversity.similarity_threshold)
     records: list[list[QuestionRecord]] = [[] for _ in cases]
     fails: list[dict[str, int]] = [dict.fromkeys(UNIT_ROLES, 0) for _ in cases]
     red_table, ans_table, lab_table = {}, {}, {}
@@ -208,11 +226,12 @@ def compute_units(cases: Sequence[Case], completions: Sequence[Any], *, method: 
         case = cases[k]
         rec = QuestionRecord(
             question=q,
-            label=_label(cls[i]),
+            label=labels[i],
             answered=None if user[i] is None else bool(user[i].answered),
             answer="" if user[i] is None else (user[i].answer if user[i].answered else NO_INFO),
             redundant=None if red[i] is None else bool(red[i].answerable),
             answerable=None if ans[i] is None else bool(ans[i].answerable),
+            intent=intents[i],
         )
         records[k].append(rec)
         for name, out in zip(UNIT_ROLES, (user[i], red[i], ans[i], cls[i])):
@@ -221,8 +240,7 @@ def compute_units(cases: Sequence[Case], completions: Sequence[Any], *, method: 
         ans_table[(q, case.full_text, case.hints)] = rec.answerable
         lab_table[(q, case.brief.content)] = rec.label
 
-    cfg = evaluation_reward(reward, roles)
-    judges = PrecomputedJudges(RoleJudges(cfg.judges, client=client), red_table, ans_table, lab_table)
+    judges = PrecomputedJudges(roles_judges, red_table, ans_table, lab_table, vectors)
     scored = [k for k, c in enumerate(completions) if not c.skipped]
     staged = StagedReward(cfg, weights, judges=judges)
     samples = [{"completion": completions[k].text, "incomplete_issue": cases[k].brief.content,

@@ -66,13 +66,22 @@ class JudgeRoles(_Section):
 
 
 class DiversityParams(_Section):
+    mode: Literal["intent", "embedding"] = "intent"
+    """``intent``: the value is distinct intents / questions (``tasks.rewards.intents``: two questions share an
+    intent when the ``question_classifier`` gives them one category and their cosine is >= ``intent_threshold``,
+    or when their cosine is >= ``similarity_threshold`` whatever the labels), so rephrasing one ask does not count
+    as diverse; an intent also met in a sibling completion or a cached generation does not count.
+    ``embedding``: the public code's rule, 1 − similar/total on MiniLM cosine alone."""
     similarity_threshold: float = Field(default=0.7, gt=0.0, le=1.0)
     """A question is similar to another when their MiniLM cosine is >= this."""
+    intent_threshold: float = Field(default=0.45, gt=0.0, le=1.0)
+    """``intent`` mode: questions of one category share an intent from this cosine on (calibrated on hand-written
+    rephrasings: README, staged reward)."""
     cache_size: int = Field(default=2, ge=0)
     """Recent generations (completions) kept across batches to compare against; the public code keeps 2."""
     within_completion: Literal["any", "earlier"] = "any"
-    """``any``: both members of a near-duplicate pair inside one completion count as similar; ``earlier``: only
-    the later one (the public code's LLM judge counts questions similar to *earlier* ones)."""
+    """``embedding`` mode. ``any``: both members of a near-duplicate pair inside one completion count as similar;
+    ``earlier``: only the later one (the public code's LLM judge counts questions similar to *earlier* ones)."""
 
 
 class RewardConfig(_Section):

@@ -1,9 +1,12 @@
-"""Completion text -> clarification questions (CLARITI §5.1, widened to bullets and bare questions).
+"""Completion text -> clarification questions (CLARITI §5.1, widened to bullets and bare questions): the one parser
+of the project (the staged reward, the SWE evaluation, SFT data and the OR policy clarifier).
 
 Order of preference: numbered items (``1.``, ``1)``, ``Q1:``, ``**1.**``), else bullet items (``-``, ``*``, ``•``),
 else sentences ending in ``?``. Items of ``MIN_QUESTION_CHARS`` characters or fewer are dropped, as in CLARITI.
 Reasoning is removed first: ``<think>…</think>``, an unclosed ``<think>`` (everything after it), and a stray
-``</think>`` whose opening tag was in the prompt (everything before it).
+``</think>`` whose opening tag was in the prompt (everything before it). ``dedupe=True`` drops exact repeats
+(compared after case-folding and collapsing punctuation); the reward keeps them, so that its diversity stage can
+penalise them.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ _NUMBERED = re.compile(
 _BULLET = re.compile(r"^\s*[-*•+]\s+(.*)$")
 _SENTENCE = re.compile(r"[^.!?\n]*\?")
 _EMPHASIS = re.compile(r"(\*\*|__)")
+_NON_WORD = re.compile(r"\W+")
 
 
 def strip_think(text: str) -> str:
@@ -63,14 +67,29 @@ def _items(lines: list[str], marker: re.Pattern) -> list[str]:
     return [q for q in (_clean(i) for i in items) if len(q) > MIN_QUESTION_CHARS]
 
 
-def parse_questions(text: str | None) -> list[str]:
-    """The questions a completion asks; ``[]`` for empty output (which the staged reward scores 0)."""
+def question_key(question: str) -> str:
+    """What two questions share when they are exact repeats: case-folded, punctuation and spacing collapsed."""
+    return _NON_WORD.sub(" ", question.casefold()).strip()
+
+
+def _unique(questions: list[str]) -> list[str]:
+    seen: set[str] = set()
+    out = []
+    for question in questions:
+        key = question_key(question)
+        if key not in seen:
+            seen.add(key)
+            out.append(question)
+    return out
+
+
+def parse_questions(text: str | None, *, dedupe: bool = False) -> list[str]:
+    """The questions a completion asks; ``[]`` for empty output (which the staged reward scores 0).
+    ``dedupe``: keep only the first of exact repeats."""
     if not isinstance(text, str):
         return []
     lines = strip_think(text).splitlines()
-    for marker in (_NUMBERED, _BULLET):
-        found = _items(lines, marker)
-        if found:
-            return found
     body = "\n".join(lines)
-    return [q for q in (_clean(m.group(0)) for m in _SENTENCE.finditer(body)) if len(q) > MIN_QUESTION_CHARS]
+    found = _items(lines, _NUMBERED) or _items(lines, _BULLET) or \
+        [q for q in (_clean(m.group(0)) for m in _SENTENCE.finditer(body)) if len(q) > MIN_QUESTION_CHARS]
+    return _unique(found) if dedupe else found

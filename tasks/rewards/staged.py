@@ -14,7 +14,7 @@ from tasks.errors import InputError
 from tasks.rewards.config import PartialCredit, RewardConfig, StageWeights
 from tasks.rewards.judges import Judges, RoleJudges
 from tasks.rewards.parse import parse_questions
-from tasks.rewards.stages import STAGES, Batch, embed_questions
+from tasks.rewards.stages import STAGES, Batch, classify_questions, embed_questions
 from tasks.rewards.weights import RelevanceWeights, from_mapping, load_weights
 
 NO_QUESTIONS = "no_questions"
@@ -117,7 +117,8 @@ class StagedReward:
         else:
             self.relevance = from_mapping(weights)
         self.judges: Judges = judges or RoleJudges(self.cfg.judges, client=client)
-        self._cache: deque[np.ndarray] = deque(maxlen=self.cfg.diversity.cache_size)
+        self._cache: deque[tuple[np.ndarray, list[str | None]]] = deque(maxlen=self.cfg.diversity.cache_size)
+        """Per recent generation: its question vectors and (``intent`` mode) labels."""
         self.stats: Counter = Counter()
 
     @property
@@ -125,7 +126,10 @@ class StagedReward:
         return list(self.cfg.order)
 
     def cache_matrix(self) -> np.ndarray:
-        return np.concatenate(list(self._cache)) if self._cache else np.zeros((0, 0), np.float32)
+        return np.concatenate([v for v, _ in self._cache]) if self._cache else np.zeros((0, 0), np.float32)
+
+    def cache_labels(self) -> list[str | None]:
+        return [label for _, labels in self._cache for label in labels]
 
     def reset_cache(self) -> None:
         self._cache.clear()
@@ -172,8 +176,13 @@ class StagedReward:
 
     def _remember(self, batch: Batch, asking: Sequence[int]) -> None:
         """Push every generation of the batch into the recent-generations cache, after the whole batch is scored."""
-        if "diversity" not in self.cfg.order or self.cfg.diversity.cache_size == 0:
+        params = self.cfg.diversity
+        if "diversity" not in self.cfg.order or params.cache_size == 0:
             return
         embed_questions(self, batch, [q for i in asking for q in batch.questions[i]])
+        if params.mode == "intent":
+            classify_questions(self, batch, [k for i in asking for k in batch.label_keys(i, batch.questions[i])])
         for i in asking:
-            self._cache.append(np.stack([batch.vectors[q] for q in batch.questions[i]]))
+            labels = [batch.labels[k] if params.mode == "intent" else None
+                      for k in batch.label_keys(i, batch.questions[i])]
+            self._cache.append((np.stack([batch.vectors[q] for q in batch.questions[i]]), labels))

@@ -10,6 +10,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from tasks.rewards.intents import intent_clusters, same_intent
+
 if TYPE_CHECKING:
     from tasks.rewards.staged import StagedReward
 
@@ -24,6 +26,12 @@ class Batch:
     """Per sample: the questions of its sibling completions (same prompt), flattened."""
     vectors: dict[str, np.ndarray] = field(default_factory=dict)
     """Question text -> embedding, filled by the diversity stage and reused for the generation cache."""
+    labels: dict[tuple[str, str], str | None] = field(default_factory=dict)
+    """(question, incomplete issue) -> the classifier's label, filled by the first stage that needs it (diversity
+    in ``intent`` mode, task relevance) and reused by the others, so each question is classified once."""
+
+    def label_keys(self, i: int, questions: Sequence[str]) -> list[tuple[str, str]]:
+        return [(q, self.incomplete[i]) for q in questions]
 
 
 @dataclass(frozen=True)
@@ -83,12 +91,21 @@ def answerability(reward: StagedReward, batch: Batch, samples: Sequence[int]) ->
 @register("task_relevance")
 def task_relevance(reward: StagedReward, batch: Batch, samples: Sequence[int]) -> dict[int, StageOutcome]:
     """Mean category weight of the questions (``irrelevant`` = 0); an unknown label counts as a failure."""
-    owners, questions = _flatten(batch, samples)
-    labels = reward.judges.classify(questions, [batch.incomplete[i] for i in owners]) if questions else []
+    owners, _ = _flatten(batch, samples)
+    keys = [key for i in samples for key in batch.label_keys(i, batch.questions[i])]
+    classify_questions(reward, batch, keys)
     known = reward.relevance.weights
     scores = [reward.relevance.of(lab) if lab is not None and (lab in known or lab == "irrelevant") else None
-              for lab in labels]
+              for lab in (batch.labels[k] for k in keys)]
     return _per_sample(samples, owners, scores)
+
+
+def classify_questions(reward: StagedReward, batch: Batch, keys: Sequence[tuple[str, str]]) -> None:
+    """Label the (question, incomplete issue) pairs not labelled yet, in one classifier call."""
+    missing = list(dict.fromkeys(k for k in keys if k not in batch.labels))
+    if missing:
+        batch.labels.update(zip(missing, reward.judges.classify([q for q, _ in missing], [t for _, t in missing]),
+                                strict=True))
 
 
 def embed_questions(reward: StagedReward, batch: Batch, texts: Sequence[str]) -> None:
@@ -103,10 +120,17 @@ def _matrix(batch: Batch, texts: Sequence[str]) -> np.ndarray:
 
 @register("diversity")
 def diversity(reward: StagedReward, batch: Batch, samples: Sequence[int]) -> dict[int, StageOutcome]:
-    """1 − similar/total: a question is similar when its cosine with another question of the same completion, of a
-    sibling completion or of a cached recent generation is >= the similarity threshold."""
+    """``intent`` mode: distinct intents / total, where an intent also met in a sibling completion or a cached
+    recent generation does not count (see ``tasks.rewards.intents``). ``embedding`` mode: 1 − similar/total, a
+    question being similar when its cosine with another question of the same completion, of a sibling completion
+    or of a cached recent generation is >= the similarity threshold.
+
+    A question whose label failed is matched by the similarity threshold alone; the failure is counted once, by
+    the task relevance stage, which shares the label."""
     params = reward.cfg.diversity
     embed_questions(reward, batch, [q for i in samples for q in batch.questions[i] + batch.sibling_questions[i]])
+    if params.mode == "intent":
+        return _intent_diversity(reward, batch, samples)
     cached = reward.cache_matrix()
     out: dict[int, StageOutcome] = {}
     for i in samples:
@@ -121,4 +145,29 @@ def diversity(reward: StagedReward, batch: Batch, samples: Sequence[int]) -> dic
             if others.size:
                 similar |= np.max(own @ others.T, axis=1) >= params.similarity_threshold
         out[i] = StageOutcome(value=1.0 - float(similar.sum()) / n)
+    return out
+
+
+def _intent_diversity(reward: StagedReward, batch: Batch, samples: Sequence[int]) -> dict[int, StageOutcome]:
+    params = reward.cfg.diversity
+    thresholds = {"intent_threshold": params.intent_threshold, "similarity_threshold": params.similarity_threshold}
+    classify_questions(reward, batch, [k for i in samples
+                                       for k in batch.label_keys(i, batch.questions[i] + batch.sibling_questions[i])])
+    cached = (reward.cache_labels(), reward.cache_matrix())
+    out: dict[int, StageOutcome] = {}
+    for i in samples:
+        questions = batch.questions[i]
+        if not questions:
+            continue
+        labels = [batch.labels[k] for k in batch.label_keys(i, questions)]
+        own = _matrix(batch, questions)
+        intents = intent_clusters(labels, own, **thresholds)
+        siblings = ([batch.labels[k] for k in batch.label_keys(i, batch.sibling_questions[i])],
+                    _matrix(batch, batch.sibling_questions[i]))
+        met = np.zeros(len(questions), dtype=bool)
+        for other_labels, others in (siblings, cached):
+            if other_labels:
+                met |= same_intent(labels, own, other_labels, others, **thresholds).any(axis=1)
+        repeated = {intent for intent, seen in zip(intents, met) if seen}
+        out[i] = StageOutcome(value=len(set(intents) - repeated) / len(questions))
     return out

@@ -2,7 +2,8 @@
 check leaves the previous metrics file unchanged.
 
 Each stage has a pydantic schema (the keys it must have, counts >= 0, probabilities in [0, 1]); on top of it, every
-number anywhere in the document must be finite, every key ending in ``rate``/``Rate`` lies in [0, 1], and
+number anywhere in the document must be finite, every key ending in ``rate``/``Rate`` (or named in ``RATIOS``)
+lies in [0, 1], and
 ``counts`` (dotted key -> value counted from the artifact, e.g. construct's ``cases`` = the lines of cases.jsonl)
 must match. Fields the schema does not name (wall-clock fields, roles, splits) pass through unchecked.
 """
@@ -81,6 +82,10 @@ SCHEMAS: dict[str, type[_Metrics]] = {
 }
 
 
+RATIOS = ("distinct_intents",)
+"""Keys that hold a ratio in [0, 1] without ending in ``rate``."""
+
+
 def metrics_artifact(stage: str) -> str:
     return f"data/metrics/stages/{stage}.json"
 
@@ -101,7 +106,8 @@ def check_stage_metrics(stage: str, metrics: Mapping[str, Any], *, counts: Mappi
     for path, value in _numbers(metrics):
         if not math.isfinite(value):
             raise GateError(artifact, f"{path}: {value!r} is not a finite number")
-        if path.rsplit(".", 1)[-1].endswith(("rate", "Rate")) and not 0.0 <= value <= 1.0:
+        key = path.rsplit(".", 1)[-1]
+        if (key.endswith(("rate", "Rate")) or key in RATIOS) and not 0.0 <= value <= 1.0:
             raise GateError(artifact, f"{path}: rate {value!r} outside [0, 1]")
     if stage.startswith("sft_data") and metrics["train"] + metrics["heldout"] != metrics["rows"]:
         raise GateError(artifact, f"train + heldout ({metrics['train']} + {metrics['heldout']}) != rows "
