@@ -121,15 +121,17 @@ def test_smollm2_batched_answers_equal_unbatched_ones():
 def _machine(monkeypatch, *, cores: int, load: float, running: float | None, own: float = 0.0):
     monkeypatch.setattr(threads.os, "sched_getaffinity", lambda pid: set(range(cores)), raising=False)
     monkeypatch.setattr(threads.os, "getloadavg", lambda: (load, load, load))
-    monkeypatch.setattr(threads, "running_others", lambda: running)
+    monkeypatch.setattr(threads, "running_others", lambda *args: running)
     monkeypatch.setattr(threads, "own_load", lambda: own)
 
 
 def test_free_cores_subtracts_other_processes_and_clamps(monkeypatch):
-    _machine(monkeypatch, cores=8, load=3.2, running=1.0, own=1.0)
+    _machine(monkeypatch, cores=8, load=3.2, running=2.2, own=1.0)
     assert threads.usable_cores() == 8
-    assert threads.other_load() == pytest.approx(2.2)  # the load average less this process's share
+    assert threads.other_load() == pytest.approx(2.2)  # others' runnable threads now
     assert threads.free_cores() == 6
+    _machine(monkeypatch, cores=2, load=1.8, running=0.0)  # the stage that just ended still in the load average
+    assert threads.free_cores() == 2
     _machine(monkeypatch, cores=2, load=0.1, running=1.0)  # a competitor that just started: seen right away
     assert threads.free_cores() == 1
     _machine(monkeypatch, cores=4, load=40.0, running=30.0)

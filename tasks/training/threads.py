@@ -3,8 +3,8 @@
 torch takes every core by default. On a machine shared with other work (a pipeline stage, another evaluation) that
 oversubscribes the CPU and generation slows far more than the share of cores lost: each matmul waits for its slowest
 thread. :func:`configure_torch_threads` is called once where a policy loads and where training starts. The setting
-is ``auto`` (the default: :func:`free_cores`, the usable cores less what other processes use: the 1-minute load
-average without this process's share, or the others' runnable threads right now when that is more) or a thread
+is ``auto`` (the default: :func:`free_cores`, the usable cores less the runnable threads of other processes,
+sampled over half a second) or a thread
 count, from the argument or ``$CLARIFYFLOW_TORCH_THREADS`` (the environment wins, so a benchmark or a user can pin
 it). The choice is printed once to stderr.
 """
@@ -83,15 +83,13 @@ def running_others(samples: int = 5, interval_s: float = 0.02) -> float | None:
     return sum(seen) / len(seen)
 
 
-def other_load() -> float:
-    """CPU demand of other processes: the larger of the 1-minute load average less this process's share and the
-    runnable threads of others now."""
-    try:
-        average = max(0.0, os.getloadavg()[0] - own_load())
-    except (AttributeError, OSError):
-        average = 0.0
-    now = running_others()
-    return max(average, now or 0.0)
+def other_load(samples: int = 10, interval_s: float = 0.05) -> float:
+    """CPU demand of other processes: their runnable threads now, averaged over ``samples`` looks.
+
+    Not the load average: it lags by about a minute, so the pipeline stage that has just finished (dvc runs stages
+    one after another) would still count as a competitor and halve the next stage's threads."""
+    now = running_others(samples, interval_s)
+    return now or 0.0
 
 
 def free_cores(cores: int | None = None, others: float | None = None) -> int:
