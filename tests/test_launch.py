@@ -150,3 +150,51 @@ def test_sft_through_accelerate_launch_on_cpu(project, prefect_api):
     assert (project / ".cache" / "accelerate" / "sft.yaml").is_file()
     assert (project / "data" / "models" / "sft" / "adapter" / "adapter_model.safetensors").is_file()
     assert (project / "data" / "metrics" / "stages" / "sft.json").is_file()
+
+
+def test_the_training_stages_run_with_launch():
+    """``dvc repro`` trains through ``--launch``: accelerate for the gpu profile, in-process for cpu (below)."""
+    stages = yaml.safe_load((ROOT / "dvc.yaml").read_text())["stages"]
+    for stage in ("sft", "grpo"):
+        assert stages[stage]["cmd"] == f"python -m flows.train --stage {stage} --launch"
+
+
+def _record_main(monkeypatch, argv: list[str]) -> tuple[int, list[tuple]]:
+    """``main(argv)`` with the training, the input checks and ``accelerate launch`` replaced by recorders."""
+    import flows._env
+    import flows.train
+    import tasks.training.launch
+
+    calls: list[tuple] = []
+
+    def flow(stage: str, params: str) -> dict:
+        calls.append(("train in-process", stage, params))
+        return {"stage": stage, "steps": 1, "seconds": 0.0, "out": f"data/models/{stage}"}
+
+    monkeypatch.setattr(flows._env, "configure", lambda root=None: None)
+    monkeypatch.setattr(flows.train, "prepare", lambda stage, params: calls.append(("prepare", stage, params)))
+    monkeypatch.setattr(flows.train, "build_flow", lambda: flow)
+    monkeypatch.setattr(tasks.training.launch, "run", lambda plan: calls.append(("accelerate", plan.command)) or 3)
+    return main(argv), calls
+
+
+@pytest.mark.parametrize("stage", ["sft", "grpo"])
+def test_cpu_profile_with_launch_trains_in_process_exactly_as_without(tmp_path, monkeypatch, capsys, stage):
+    monkeypatch.chdir(_project(tmp_path, profile="cpu"))
+    launched = _record_main(monkeypatch, ["--stage", stage, "--launch"])
+    plain = _record_main(monkeypatch, ["--stage", stage])
+    assert launched == plain == (0, [("prepare", stage, "params.yaml"), ("train in-process", stage, "params.yaml")])
+    assert capsys.readouterr().out.count(f"{stage}: 1 steps -> data/models/{stage}/") == 2
+    assert not (tmp_path / ".cache" / "accelerate").exists()
+
+
+def test_gpu_profile_with_launch_hands_the_stage_to_accelerate(tmp_path, monkeypatch):
+    """The inputs are checked first, then ``accelerate launch`` runs the stage; its exit code is the command's and
+    nothing trains in this process."""
+    monkeypatch.chdir(_project(tmp_path, profile="gpu"))
+    code, calls = _record_main(monkeypatch, ["--stage", "grpo", "--launch"])
+    assert code == 3 and [c[0] for c in calls] == ["prepare", "accelerate"]
+    command = calls[1][1]
+    assert Path(command[0]).name == "accelerate" and command[1:4] == ["launch", "--config_file",
+                                                                       ".cache/accelerate/grpo.yaml"]
+    assert command[4:] == ["-m", "flows.train", "--stage", "grpo", "--params", "params.yaml"]
