@@ -177,12 +177,14 @@ def _grpo(root, cfg, profile, rows, out_dir, check=None):
                         heldout=heldout)
     from tasks.training.heldout import comparison
 
-    return result, {"prompts": len(dataset), "relevance_weights": weights_source(weights_path)[1], "split": "train",
-                    "train_source_ids": len(record["source_ids"]), "heldout": comparison(heldout.curve)}
+    extra = {"prompts": len(dataset), "relevance_weights": weights_source(weights_path)[1], "split": "train",
+             "train_source_ids": len(record["source_ids"])}
+    return result, ({**extra, "heldout": comparison(heldout.curve)} if heldout is not None else extra)
 
 
 def _heldout_callback(root, cfg, staged_weights):
-    """The held-out curve: SFT's held-out rows, scored with the reward as evaluate@swe scores (no diversity cache)."""
+    """The held-out curve: SFT's held-out rows, scored with the reward as evaluate@swe scores (no diversity cache);
+    None when the split holds no held-out row."""
     from tasks.errors import InputError
     from tasks.rewards.staged import StagedReward
     from tasks.sftdata import SftRow
@@ -192,7 +194,8 @@ def _heldout_callback(root, cfg, staged_weights):
     path = root / "data" / "sft" / "heldout.jsonl"
     rows = read_jsonl(path, SftRow) if path.is_file() else []
     if not rows:
-        raise InputError(path, "no held-out rows: GRPO's held-out curve needs them (construct.swe.heldout_fraction)")
+        print(f"warning: {path.name} has no rows: GRPO runs without a held-out curve (construct.swe.heldout_fraction)")
+        return None
     if any(r.split != "heldout" for r in rows):
         raise InputError(path, "holds rows outside the held-out split (rerun dvc repro sft_data)", field="split")
     settings = cfg.training.heldout

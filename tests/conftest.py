@@ -65,6 +65,7 @@ def tiny_params(**construct_overrides) -> dict:
         "grpo": {"max_steps": 1, "batch_size": 2, "num_generations": 2, "max_completion_length": 16},
     }
     params["training"]["grpo_prompts"] = 2
+    params["training"]["heldout"] = {"every": 1, "max_new_tokens": 16, "limit": 2}
     params["shap"]["simulated"].update({"n_variants": 600})
     params["evaluate"]["optimization"].update({
         "limit": 2, "repeats": 1, "max_turns": 6, "bootstrap": 200, "concurrency": 2,
