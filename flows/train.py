@@ -202,9 +202,7 @@ def _heldout_callback(root, cfg, staged_weights):
     rows = rows[: settings.limit] if settings.limit else rows
     prompts = [HeldoutPrompt(case_id=r.case_id, source_id=r.instance_id, incomplete_issue=r.incomplete_issue,
                              full_issue=r.full_issue, hints=r.hints) for r in rows]
-    reward_cfg = cfg.reward_config()
-    reward_cfg = reward_cfg.model_copy(update={"diversity": reward_cfg.diversity.model_copy(update={"cache_size": 0})})
-    return heldout_callback(prompts, StagedReward(reward_cfg, staged_weights), every=settings.every,
+    return heldout_callback(prompts, StagedReward(cfg.reward_config().as_evaluated(), staged_weights), every=settings.every,
                             max_new_tokens=settings.max_new_tokens)
 
 

@@ -217,9 +217,13 @@ class Params(Section):
 
     def reward_config(self) -> RewardConfig:
         """``reward`` with the judge roles taken from ``roles`` (one place configures each role)."""
-        judges = {name: self.roles.get(name)
-                  for name in ("redundancy_judge", "answerability_judge", "question_classifier")}
-        return self.reward.model_copy(update={"judges": self.reward.judges.model_validate(judges)})
+        return reward_with_roles(self.reward, self.roles)
+
+
+def reward_with_roles(reward: RewardConfig, roles: RolesParams) -> RewardConfig:
+    """``reward`` with its judge roles (redundancy, answerability, classifier) configured as ``roles`` says."""
+    judges = {name: roles.get(name) for name in ("redundancy_judge", "answerability_judge", "question_classifier")}
+    return reward.model_copy(update={"judges": reward.judges.model_validate(judges)})
 
 
 def load_params(path: Path | str = "params.yaml") -> Params:

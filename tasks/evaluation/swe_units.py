@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
+from tasks.params import reward_with_roles
 from tasks.records import Case
 from tasks.rewards.config import RewardConfig
 from tasks.roles.config import RolesParams
@@ -127,11 +128,7 @@ def unit_key(*, case: Case, method: str, fingerprint: dict, case_input: Any, rol
 
 def evaluation_reward(reward: RewardConfig, roles: RolesParams) -> RewardConfig:
     """The reward settings as evaluated: judges from ``roles``, no cross-sample diversity cache."""
-    judges = {name: roles.get(name) for name in ("redundancy_judge", "answerability_judge", "question_classifier")}
-    return reward.model_copy(update={
-        "judges": reward.judges.model_validate(judges),
-        "diversity": reward.diversity.model_copy(update={"cache_size": 0}),
-    })
+    return reward_with_roles(reward, roles).as_evaluated()
 
 
 class PrecomputedJudges:

@@ -104,3 +104,8 @@ class RewardConfig(_Section):
         if len(set(self.order)) != len(self.order):
             raise ValueError(f"order names a stage twice: {self.order}")
         return self
+
+    def as_evaluated(self) -> RewardConfig:
+        """These settings as a held-out evaluation scores (evaluate@swe, GRPO's held-out curve): no diversity cache
+        carried over from earlier samples, so a case's score does not depend on what was scored before it."""
+        return self.model_copy(update={"diversity": self.diversity.model_copy(update={"cache_size": 0})})

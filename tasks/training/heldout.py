@@ -155,23 +155,17 @@ def policy_generate(max_new_tokens: int, batch_size: int = 32) -> Generate:
     """Greedy answers of the model being trained, through the evaluation's own ``LocalPolicy``."""
 
     def generate(model: Any, tokenizer: Any, issues: Sequence[str]) -> list[str]:
-        from .policy import LocalPolicy
+        from .policy import GenerationSettings, LocalPolicy
 
         was_training = model.training
         try:
             policy = LocalPolicy(model, tokenizer, name="grpo-heldout",
-                                 settings=_settings(max_new_tokens=max_new_tokens, batch_size=batch_size))
+                                 settings=GenerationSettings(max_new_tokens=max_new_tokens, batch_size=batch_size))
             return policy.ask_many(list(issues))
         finally:
             model.train(was_training)
 
     return generate
-
-
-def _settings(**kwargs: Any):
-    from .policy import GenerationSettings
-
-    return GenerationSettings(**kwargs)
 
 
 def heldout_callback(prompts: Sequence[HeldoutPrompt], reward: Any, *, every: int, max_new_tokens: int,

@@ -22,6 +22,7 @@ from . import artifacts
 from .artifacts import TrainResult
 from .launch import is_main_process
 from .models import load_base
+from .progress import progress_callback
 from .profiles import SMOLLM2, TrainProfile, get_profile
 from .prompts import completion_text
 
@@ -283,7 +284,8 @@ def train_sft(
             max_length=s.max_length, warmup_steps=s.warmup_steps, logging_steps=s.logging_steps,
         )
         trainer = SFTTrainer(model=model, args=args, train_dataset=Dataset.from_list(rows),
-                             processing_class=tokenizer, peft_config=_lora_config(profile))
+                             processing_class=tokenizer, peft_config=_lora_config(profile),
+                             callbacks=[progress_callback("sft")])
         seconds = _run(trainer)
         result = _finish(trainer, tokenizer, staging, out_dir, kind="sft", model=model_path_or_model, label=label,
                          profile=profile, n_rows=len(rows), seconds=seconds, reward_names=[], weights=[],
@@ -348,7 +350,7 @@ def train_grpo(
         )
         trainer = GRPOTrainer(model=model, reward_funcs=funcs, args=args, train_dataset=Dataset.from_list(rows),
                               processing_class=tokenizer, peft_config=_lora_config(profile),
-                              callbacks=[heldout] if heldout is not None else None)
+                              callbacks=[progress_callback("grpo"), *([heldout] if heldout is not None else [])])
         seconds = _run(trainer)
         if heldout is not None and is_main_process():
             from .heldout import write_curve

@@ -1,0 +1,26 @@
+"""The per-step progress line that SFT and GRPO print (their trainers run without tqdm)."""
+
+from types import SimpleNamespace
+
+from tasks.training.progress import progress_callback, progress_line
+
+
+def test_progress_line_shows_step_loss_reward_and_time_left():
+    line = progress_line("grpo", 3, 30, {"loss": 0.0123, "reward": 0.41234, "grad_norm": 1.0}, 104.2)
+    assert line == "grpo step 3/30: loss 0.0123, reward 0.4123 | 104.2 s/step, 47 min left"
+
+
+def test_progress_line_without_reward_or_loss():
+    assert progress_line("sft", 20, 20, {"learning_rate": 1e-3}, 5.0) == \
+        "sft step 20/20: no loss logged | 5.0 s/step, 0 min left"
+
+
+def test_callback_prints_one_line_per_training_log(capsys):
+    callback = progress_callback("sft")
+    state = SimpleNamespace(global_step=0, max_steps=4)
+    callback.on_train_begin(None, state, None)
+    state.global_step = 2
+    callback.on_log(None, state, None, logs={"loss": 1.5})
+    callback.on_log(None, state, None, logs={"train_runtime": 9.0})  # the summary log at the end: no line
+    out = capsys.readouterr().out.splitlines()
+    assert len(out) == 1 and out[0].startswith("sft step 2/4: loss 1.5 | ")
