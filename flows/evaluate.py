@@ -2,7 +2,8 @@
 
 Reads ``params.yaml: evaluate.<domain>`` (cases, methods x protocols, K repeats, T_max, concurrency) and writes
 ``data/eval/<domain>/`` (per-run artifacts under ``runs/``, ``summary.json``, ``recovery.json`` + ``recovery.png``,
-``report.md``, ``run_config.json``) and ``data/metrics/stages/evaluate/<domain>.json``. Both keep the ranked
+``report.md``, ``run_config.json``), ``data/metrics/stages/evaluate/<domain>.json`` and the recovery curves (SWE:
+one point per method) as ``dvc plots`` records in ``data/plots/evaluate/<domain>/recovery.json``. Both keep the ranked
 methods under ``rows`` (SWE summary: ``methods``) and the reference rows (an oracle, a floor; declared next to each
 method's registration) apart under ``reference_rows`` (``reference_methods``), each naming what it reads.
 Episodes fan out over a Prefect task runner; finished units are stored under ``.cache/eval/<domain>`` so a killed run
@@ -188,6 +189,10 @@ def evaluate_episodes(domain: str, params: str, out: str | None, runner: str | N
                    **metric_rows(summary["rows"], summary["reference_rows"], _episode_headline)}
         check_stage_metrics(f"evaluate/{domain}", metrics, counts={"cases": len(cases)})
         publish_with_metrics(staging, out_dir, root, f"evaluate/{domain}", metrics)
+    from tasks.evaluation.plots import plot_data_path, recovery_rows
+    from tasks.store import atomic_write_json, read_json_object
+
+    atomic_write_json(plot_data_path(root, domain), recovery_rows(read_json_object(out_dir / "recovery.json")))
     publish_report(report, key=f"evaluate-{domain}")
     return {"domain": domain, "episodes": len(results), "played": stats.played, "reused": stats.reused,
             "rows": len(summary["rows"]) + len(summary["reference_rows"]),
@@ -239,7 +244,12 @@ def evaluate_questions(domain: str, params: str, out: str | None, runner: str | 
                    **metric_rows(summary["methods"], summary["reference_methods"], _swe_headline)}
         check_stage_metrics(f"evaluate/{domain}", metrics, counts={"cases": len(inputs.cases)})
         publish_with_metrics(staging, out_dir, root, f"evaluate/{domain}", metrics)
+    from tasks.evaluation.plots import plot_data_path
     from tasks.evaluation.report import publish_report
+    from tasks.evaluation.swe_plots import recovery_rows
+    from tasks.store import atomic_write_json
+
+    atomic_write_json(plot_data_path(root, domain), recovery_rows(swe.plotted_methods(summary)))
 
     publish_report(report, key=f"evaluate-{domain}")
     return {"domain": domain, "episodes": len(inputs.cases) * len(settings.methods),

@@ -3,9 +3,10 @@
 ``--stage sft`` trains a LoRA adapter on ``data/sft/train.jsonl`` (the train split only) -> ``data/models/sft/``;
 ``--stage grpo`` merges that adapter into the base model and trains a new LoRA adapter with GRPO, one reward function
 per stage (logged as ``rewards/<stage>/mean``) and the gated total as the only one that counts ->
-``data/models/grpo/``. Metrics go to ``data/metrics/stages/{sft,grpo}.json``. Each output folder also holds
-``training_sources.json``, the issue ids the adapter was trained on (GRPO's: SFT's and its own prompts'), published
-with the adapter; evaluation refuses to score a policy on any of them.
+``data/models/grpo/``. Metrics go to ``data/metrics/stages/{sft,grpo}.json``, the curves as ``dvc plots`` data to
+``data/plots/{sft,grpo}/`` (``loss.json``; GRPO adds ``rewards.json`` and ``heldout.json``). Each output folder
+also holds ``training_sources.json``, the issue ids the adapter was trained on (GRPO's: SFT's and its own
+prompts'), published with the adapter; evaluation refuses to score a policy on any of them.
 
 ``--launch`` runs the stage through ``accelerate launch`` with the profile's accelerate config (written to
 ``.cache/accelerate/<stage>.yaml``) when the profile has accelerate settings (``gpu``), else in-process as without
@@ -136,6 +137,9 @@ def train(stage: str = "sft", params: str = "params.yaml") -> dict:
         metrics = _metrics(result, stage, cfg.training.profile, extra)
         check_stage_metrics(stage, metrics)
         atomic_write_json(root / "data" / "metrics" / "stages" / f"{stage}.json", metrics)
+        from tasks.training.artifacts import write_plot_data
+
+        write_plot_data(root / "data" / "plots" / stage, out_dir, reward_names=list(result.reward_weights))
     return {"stage": stage, "steps": result.steps, "seconds": round(time.monotonic() - started, 1),
             "out": str(out_dir.relative_to(root))}
 

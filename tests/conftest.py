@@ -91,7 +91,8 @@ def write_params(repo: Path, params: dict) -> None:
 
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
-    """A fresh copy of the pipeline (code, dvc.yaml, samples, .dvc) as its own git + DVC repository, tiny params."""
+    """A fresh copy of the pipeline (code, dvc.yaml, samples, .dvc with its plot templates) as its own git + DVC
+    repository, tiny params."""
     repo = tmp_path / "repo"
     repo.mkdir()
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
@@ -103,6 +104,7 @@ def project(tmp_path: Path) -> Path:
     (repo / ".dvc").mkdir()
     for name in ("config", ".gitignore"):
         shutil.copy(ROOT / ".dvc" / name, repo / ".dvc" / name)
+    shutil.copytree(ROOT / ".dvc" / "plots", repo / ".dvc" / "plots")  # the plot templates dvc.yaml names
     write_params(repo, tiny_params())
     subprocess.run(["git", "init", "-q"], cwd=repo, check=True)
     return repo

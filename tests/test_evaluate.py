@@ -179,6 +179,11 @@ def test_evaluate_flow_writes_gated_artifacts_and_resumes(project, prefect_api):
     report = (out / "report.md").read_text()
     assert "mc_d::interopt" in report and "local" in report
     assert (out / "recovery.png").stat().st_size > 1000
+    # the curves as `dvc plots` records (dvc.yaml: the stage's plots), one series per protocol::method
+    records = json.loads((project / "data" / "plots" / "evaluate" / "optimization" / "recovery.json").read_text())
+    assert {r["series"] for r in records} == set(summary["rows"])
+    curves = json.loads((out / "recovery.json").read_text())
+    assert len(records) == len(curves["questions"]) * len(curves["curves"])
     metrics = json.loads((project / "data" / "metrics" / "stages" / "evaluate" / "optimization.json").read_text())
     assert metrics["episodes"] == sum(v["RunCount"] for v in summary["rows"].values())
     assert set(metrics["rows"]) == set(summary["rows"]) and metrics["reference_rows"] == {}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shlex
 import signal
@@ -150,6 +151,7 @@ def test_sft_through_accelerate_launch_on_cpu(project, prefect_api):
     assert (project / ".cache" / "accelerate" / "sft.yaml").is_file()
     assert (project / "data" / "models" / "sft" / "adapter" / "adapter_model.safetensors").is_file()
     assert (project / "data" / "metrics" / "stages" / "sft.json").is_file()
+    assert isinstance(json.loads((project / "data" / "plots" / "sft" / "loss.json").read_text()), list)  # dvc plots
 
 
 def test_the_training_stages_run_with_launch():

@@ -1,7 +1,9 @@
 """Recovery versus cumulative atomic questions (or-clarify.md §4, Fig. 4), as a deterministic PNG.
 
 One row of panels per protocol (Open above the choice protocols), All-Slot Exact on the left and Core Exact on the
-right, one line per method with its 95% case-level bootstrap band. Compare methods only within a protocol.
+right, one line per method with its 95% case-level bootstrap band. Compare methods only within a protocol. The same
+curves go to ``data/plots/evaluate/<domain>/recovery.json`` as flat records for ``dvc plots``
+(:func:`recovery_rows`; the SWE evaluation writes its own points there, ``swe_plots.recovery_rows``).
 """
 
 from __future__ import annotations
@@ -16,6 +18,26 @@ from tasks.store import atomic_write_bytes
 TITLES = {"open": "Open", "mc": "Choice (MC)", "mc_d": "Choice (MC-D)"}
 COLOURS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#8c564b", "#e377c2", "#7f7f7f",
            "#bcbd22", "#393b79", "#637939")
+
+
+def plot_data_path(root: Path, domain: str) -> Path:
+    """Where ``evaluate@<domain>`` writes its recovery records for ``dvc plots`` (``dvc.yaml``: the stage's plots)."""
+    return Path(root) / "data" / "plots" / "evaluate" / domain / "recovery.json"
+
+
+def recovery_rows(curves: dict[str, Any]) -> list[dict[str, Any]]:
+    """:func:`tasks.evaluation.metrics.recovery_curves` output as ``[{"series", "questions", "recovery", "low",
+    "high", "core"}]``: one record per ``protocol::method`` (``series``) and question count, ``recovery`` the All-Slot
+    Exact rate with its band (``low``, ``high``), ``core`` the Core Exact rate (null where no run is core-eligible)."""
+    grid = curves.get("questions") or []
+    rows = []
+    for key, curve in curves.get("curves", {}).items():
+        band, core = curve.get("all_slot"), curve.get("core")
+        if not band:
+            continue
+        rows += [{"series": key, "questions": q, "recovery": band["mean"][i], "low": band["low"][i],
+                  "high": band["high"][i], "core": core["mean"][i] if core else None} for i, q in enumerate(grid)]
+    return rows
 
 
 def _cut(values: list[float], end: int) -> list[float]:

@@ -495,14 +495,20 @@ def evaluate_swe(cases: Sequence[Case], settings: SweEvalSettings, roles: RolesP
     atomic_write_text(out_dir / "rows.jsonl", "".join(json.dumps(r, sort_keys=True, ensure_ascii=False) + "\n"
                                                       for r in rows))
     atomic_write_text(out_dir / "report.md", report_markdown(summary))
-    ordered = {name: summary["methods"][name] for name in summary["method_order"]}
-    ordered |= {f"{name} (reference)": summary["reference_methods"][name] for name in summary["reference_order"]}
+    ordered = plotted_methods(summary)
     swe_plots.category_plot(ordered, out_dir / "category_distribution.png")
     swe_plots.recovery_plot(ordered, out_dir / "questions_vs_recovery.png")
     export_clarified([u for name in units for u in units[name]], {c.case_id: c for c in cases}, out_dir / "bridge",
                      inputs.meta)
     return {**summary, "run": {"computed": stats.computed, "reused": stats.reused,
                                "seconds": round(stats.seconds, 2)}}
+
+
+def plotted_methods(summary: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The summary's methods in report order, the reference methods after them as ``<name> (reference)``: what the
+    plots show (the PNGs and ``swe_plots.recovery_rows``)."""
+    ordered = {name: summary["methods"][name] for name in summary["method_order"]}
+    return ordered | {f"{name} (reference)": summary["reference_methods"][name] for name in summary["reference_order"]}
 
 
 # ---- report and validation frames ------------------------------------------------------------------------------

@@ -1,9 +1,11 @@
 """SWE evaluation plots (deterministic PNGs, matplotlib Agg, no timestamp): the category mix of each method's
-questions, and questions per issue versus weighted information recovery with 95% issue-bootstrap bars."""
+questions, and questions per issue versus weighted information recovery with 95% issue-bootstrap bars (the latter's
+points also as ``dvc plots`` records, :func:`recovery_rows`)."""
 
 from __future__ import annotations
 
 import io
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -54,16 +56,30 @@ def category_plot(methods: dict[str, dict[str, Any]], path: Path) -> Path:
     return _save(fig, path)
 
 
+def _points(methods: dict[str, dict[str, Any]]) -> Iterator[tuple[int, str, float, float, list, list]]:
+    """(index among the sorted methods, name, questions per issue, weighted recovery, their 95% CIs) for every
+    method with both values."""
+    for i, (name, m) in enumerate(sorted(methods.items())):
+        x, y = m.get("questions_per_issue"), m.get("weighted_recovery")
+        if x is None or y is None:
+            continue
+        ci = m["CI95"]
+        yield i, name, x, y, ci.get("questions_per_issue") or [x, x], ci.get("weighted_recovery") or [y, y]
+
+
+def recovery_rows(methods: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    """The points of :func:`recovery_plot` for ``dvc plots``: ``[{"series", "questions", "recovery",
+    "questions_low", "questions_high", "recovery_low", "recovery_high"}]``, one record per method (``series``)."""
+    return [{"series": name, "questions": x, "recovery": y, "questions_low": cx[0], "questions_high": cx[1],
+             "recovery_low": cy[0], "recovery_high": cy[1]} for _, name, x, y, cx, cy in _points(methods)]
+
+
 def recovery_plot(methods: dict[str, dict[str, Any]], path: Path) -> Path:
     """One point per method: questions per issue (x) vs weighted information recovery (y), 95% CI bars."""
     fig = _figure(7, 4.8)
     ax = fig.subplots()
     right = 1.0
-    for i, (name, m) in enumerate(sorted(methods.items())):
-        x, y = m.get("questions_per_issue"), m.get("weighted_recovery")
-        if x is None or y is None:
-            continue
-        cx, cy = m["CI95"].get("questions_per_issue") or [x, x], m["CI95"].get("weighted_recovery") or [y, y]
+    for i, name, x, y, cx, cy in _points(methods):
         colour = f"C{i % 10}"
         right = max(right, cx[1])
         ax.errorbar([x], [y], xerr=[[x - cx[0]], [cx[1] - x]], yerr=[[y - cy[0]], [cy[1] - y]], fmt="o", color=colour,

@@ -1,16 +1,18 @@
-"""What a training run leaves behind: cleaned log history, training curves (PNG), a model card and the result."""
+"""What a training run leaves behind: cleaned log history, training curves (PNG), a model card and the result; and
+the same curves as flat records for ``dvc plots`` (:func:`write_plot_data`)."""
 
 from __future__ import annotations
 
 import io
 import json
 import math
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel
 
-from tasks.store import atomic_write_bytes, atomic_write_json, atomic_write_text
+from tasks.store import atomic_write_bytes, atomic_write_json, atomic_write_text, read_text_utf8
 
 from .profiles import TrainProfile
 
@@ -21,6 +23,10 @@ TIMING = "timing.json"
 CARD = "README.md"
 LOSS_PNG = "loss.png"
 REWARDS_PNG = "rewards.png"
+LOSS_DATA = "loss.json"
+REWARDS_DATA = "rewards.json"
+HELDOUT_DATA = "heldout.json"
+WEIGHTED_TOTAL = "reward (weighted total)"
 
 
 class TrainResult(BaseModel):
@@ -60,7 +66,11 @@ def clean_log_history(history: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return cleaned
 
 
-def series(history: list[dict[str, Any]], key: str) -> tuple[list[int], list[float]]:
+Line = tuple[list[int], list[float]]
+"""Steps and values of one logged series."""
+
+
+def series(history: list[dict[str, Any]], key: str) -> Line:
     steps, values = [], []
     for entry in history:
         value = entry.get(key)
@@ -75,7 +85,14 @@ def last(history: list[dict[str, Any]], key: str) -> float | None:
     return values[-1] if values else None
 
 
-def _png(lines: dict[str, tuple[list[int], list[float]]], title: str, ylabel: str) -> bytes:
+def reward_lines(history: list[dict[str, Any]], reward_names: Sequence[str]) -> dict[str, Line]:
+    """Each reward function's logged mean (``rewards/<name>/mean``), then the weighted total (``reward``)."""
+    lines = {name: series(history, f"rewards/{name}/mean") for name in reward_names}
+    lines[WEIGHTED_TOTAL] = series(history, "reward")
+    return lines
+
+
+def _png(lines: dict[str, Line], title: str, ylabel: str) -> bytes:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -100,18 +117,46 @@ def _png(lines: dict[str, tuple[list[int], list[float]]], title: str, ylabel: st
     return buf.getvalue()
 
 
-def write_plots(out_dir: Path, history: list[dict[str, Any]], reward_names: list[str]) -> list[Path]:
+def write_plots(out_dir: Path, history: list[dict[str, Any]], reward_names: Sequence[str]) -> list[Path]:
     written = []
     path = out_dir / LOSS_PNG
     atomic_write_bytes(path, _png({"loss": series(history, "loss")}, "training loss", "loss"))
     written.append(path)
     if reward_names:
-        lines = {name: series(history, f"rewards/{name}/mean") for name in reward_names}
-        lines["reward (weighted total)"] = series(history, "reward")
         path = out_dir / REWARDS_PNG
-        atomic_write_bytes(path, _png(lines, "mean reward per function", "mean reward"))
+        atomic_write_bytes(path, _png(reward_lines(history, reward_names), "mean reward per function", "mean reward"))
         written.append(path)
     return written
+
+
+def loss_rows(history: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``[{"step", "loss"}]``: the logged training loss, one record per logged step."""
+    return [{"step": step, "loss": value} for step, value in zip(*series(history, "loss"), strict=True)]
+
+
+def reward_rows(history: list[dict[str, Any]], reward_names: Sequence[str]) -> list[dict[str, Any]]:
+    """``[{"step", "series", "reward"}]``: the lines of ``rewards.png`` (:func:`reward_lines`), one ``series`` each."""
+    return [{"step": step, "series": name, "reward": value}
+            for name, (steps, values) in reward_lines(history, reward_names).items()
+            for step, value in zip(steps, values, strict=True)]
+
+
+def write_plot_data(folder: Path, model_dir: Path, reward_names: Sequence[str] = ()) -> list[Path]:
+    """The curves of the run published in ``model_dir`` as flat records for ``dvc plots`` (every record with the same
+    keys): ``loss.json``; with ``reward_names`` (GRPO) also ``rewards.json`` and ``heldout.json`` (the held-out curve,
+    ``[]`` when the run had none). Written atomically into ``folder``, which is outside the model folder."""
+    from .heldout import CURVE_FILE, HeldoutCurve, curve_rows
+
+    history = json.loads(read_text_utf8(model_dir / LOG_HISTORY))
+    files = {LOSS_DATA: loss_rows(history)}
+    if reward_names:
+        files[REWARDS_DATA] = reward_rows(history, reward_names)
+        curve_path = model_dir / CURVE_FILE
+        files[HELDOUT_DATA] = (curve_rows(HeldoutCurve.model_validate_json(read_text_utf8(curve_path)))
+                               if curve_path.is_file() else [])
+    for name, rows in files.items():
+        atomic_write_json(folder / name, rows)
+    return [folder / name for name in files]
 
 
 def write_logs(out_dir: Path, state: dict[str, Any], history: list[dict[str, Any]], seconds: float) -> None:

@@ -113,6 +113,21 @@ def comparison(curve: HeldoutCurve, *, n: int = 2000, seed: int = 0) -> dict[str
     }
 
 
+def curve_lines(curve: HeldoutCurve) -> dict[str, list[float]]:
+    """The total, then each stage -> its held-out mean at each point (``{}`` without points)."""
+    if not curve.points:
+        return {}
+    return {name: [p.total if name == TOTAL else p.stages[name] for p in curve.points]
+            for name in [TOTAL, *curve.points[0].stages]}
+
+
+def curve_rows(curve: HeldoutCurve) -> list[dict[str, Any]]:
+    """``[{"step", "series", "reward"}]`` for ``dvc plots``: the total, then each stage, one record per point."""
+    steps = [p.step for p in curve.points]
+    return [{"step": step, "series": name, "reward": value}
+            for name, values in curve_lines(curve).items() for step, value in zip(steps, values, strict=True)]
+
+
 def write_curve(folder: Path, curve: HeldoutCurve) -> list[Path]:
     """``heldout_curve.json`` and ``heldout.png`` (one panel per stage plus the total; SFT = the step-0 line)."""
     import io
@@ -127,11 +142,10 @@ def write_curve(folder: Path, curve: HeldoutCurve) -> list[Path]:
     atomic_write_json(folder / CURVE_FILE, curve.model_dump(mode="json"))
     if not curve.points:
         return [folder / CURVE_FILE]
-    names = [TOTAL, *curve.points[0].stages]
-    fig, axes = plt.subplots(1, len(names), figsize=(3.0 * len(names), 3.0), dpi=100, sharex=True)
+    lines = curve_lines(curve)
+    fig, axes = plt.subplots(1, len(lines), figsize=(3.0 * len(lines), 3.0), dpi=100, sharex=True)
     steps = [p.step for p in curve.points]
-    for ax, name in zip(axes, names, strict=True):
-        values = [p.total if name == TOTAL else p.stages[name] for p in curve.points]
+    for ax, (name, values) in zip(axes, lines.items(), strict=True):
         ax.plot(steps, values, marker="o", markersize=3, label="GRPO")
         ax.axhline(values[0], color="grey", linestyle="--", linewidth=1, label="SFT (step 0)")
         ax.set_title(name.replace("_", " "), fontsize=9)

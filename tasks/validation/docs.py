@@ -1,4 +1,12 @@
-"""Render GX Data Docs for the published artifacts: re-validate each one and build the static HTML site (offline)."""
+"""Render GX Data Docs for the published artifacts: re-validate each one and build the static HTML site (offline).
+
+GX's page templates (great_expectations 1.24) inline GX's stylesheet but take Bootstrap, bootstrap-table, the
+datepicker, Font Awesome, jQuery, Popper and Vega from CDNs; neither GX nor any installed package ships those files,
+so those links stay and the pages are styled only where the CDNs are reachable (so does the dark logo GX's inlined
+stylesheet takes from GX's S3 bucket, which the package does not ship either). The image GX does ship but links
+remotely, the navbar logo (an S3 URL tagged with the data context id and a timestamp), is pointed at the site's own
+copy (:func:`localise_images`).
+"""
 
 from __future__ import annotations
 
@@ -6,6 +14,7 @@ import argparse
 import json
 import logging
 import os
+import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -13,6 +22,8 @@ from typing import Any
 
 INDEX = Path("gx") / "uncommitted" / "data_docs" / "local_site" / "index.html"
 DATASOURCE = "published"
+REMOTE_IMAGES = re.compile(r'https://great-expectations-web-assets\.s3\.us-east-2\.amazonaws\.com/([\w.-]+)(\?[^"\']*)?')
+"""GX's remote copy of the images its package ships under ``static/images`` (top_navbar.j2: the logo)."""
 
 
 @dataclass
@@ -125,6 +136,26 @@ def validate_with_docs(ctx: Any, artifacts: list[Artifact]) -> list[Outcome]:
     return outcomes
 
 
+def localise_images(site: Path) -> int:
+    """Point every page's remote GX image at the site's ``static/images`` copy (a relative link); returns how many
+    links changed. Images the site has no copy of keep their remote link."""
+    from tasks.store import atomic_write_text
+
+    images = site / "static" / "images"
+    local = {p.name for p in images.iterdir() if p.is_file()} if images.is_dir() else set()
+    changed = 0
+    for page in sorted(site.rglob("*.html")):
+        text = page.read_text(encoding="utf-8")
+        prefix = os.path.relpath(images, page.parent).replace(os.sep, "/")
+        found = [m for m in REMOTE_IMAGES.finditer(text) if m[1] in local]
+        for match in reversed(found):
+            text = f"{text[: match.start()]}{prefix}/{match[1]}{text[match.end():]}"
+        if found:
+            atomic_write_text(page, text)
+            changed += len(found)
+    return changed
+
+
 def main(argv: list[str] | None = None) -> int:
     parse_args(argv)
     from tasks.store import repo_root
@@ -135,6 +166,7 @@ def main(argv: list[str] | None = None) -> int:
         print("nothing to document: run `make run` first")
         return 1
     outcomes = validate_with_docs(file_context(root), artifacts)
+    localise_images(root / INDEX.parent)
     print(f"data docs: {INDEX.as_posix()}")
     for outcome in outcomes:
         print(outcome.line())
