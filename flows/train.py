@@ -206,8 +206,8 @@ def _heldout_callback(root, cfg, staged_weights):
     rows = rows[: settings.limit] if settings.limit else rows
     prompts = [HeldoutPrompt(case_id=r.case_id, source_id=r.instance_id, incomplete_issue=r.incomplete_issue,
                              full_issue=r.full_issue, hints=r.hints) for r in rows]
-    return heldout_callback(prompts, StagedReward(cfg.reward_config().as_evaluated(), staged_weights), every=settings.every,
-                            max_new_tokens=settings.max_new_tokens)
+    reward = StagedReward(cfg.reward_config().as_evaluated(), staged_weights)
+    return heldout_callback(prompts, reward, every=settings.every, max_new_tokens=settings.max_new_tokens)
 
 
 def describe(summary: dict) -> str:

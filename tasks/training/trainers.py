@@ -22,8 +22,8 @@ from . import artifacts
 from .artifacts import TrainResult
 from .launch import is_main_process
 from .models import load_base
-from .progress import progress_callback
 from .profiles import SMOLLM2, TrainProfile, get_profile
+from .progress import progress_callback
 from .prompts import completion_text
 
 _TEMPLATE_MARGIN = 16
