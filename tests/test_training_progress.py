@@ -22,5 +22,5 @@ def test_callback_prints_one_line_per_training_log(capsys):
     state.global_step = 2
     callback.on_log(None, state, None, logs={"loss": 1.5})
     callback.on_log(None, state, None, logs={"train_runtime": 9.0})  # the summary log at the end: no line
-    out = capsys.readouterr().out.splitlines()
+    out = capsys.readouterr().err.splitlines()
     assert len(out) == 1 and out[0].startswith("sft step 2/4: loss 1.5 | ")

@@ -10,6 +10,7 @@ interval of (last − first) for the total and for each stage.
 from __future__ import annotations
 
 import random
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -204,7 +205,7 @@ def heldout_callback(prompts: Sequence[HeldoutPrompt], reward: Any, *, every: in
             point = score_answers(reward, prompts, answers, step)
             self.curve.points.append(point)
             print(f"held-out reward at step {step}: {point.total:.4f} "
-                  + " ".join(f"{k}={v:.3f}" for k, v in point.stages.items()), flush=True)
+                  + " ".join(f"{k}={v:.3f}" for k, v in point.stages.items()), file=sys.stderr, flush=True)
 
         def on_train_begin(self, args, state, control, **kwargs):
             self._point(0, kwargs)

@@ -1,8 +1,10 @@
-"""One line per logged training step on stdout (the trainers run with ``disable_tqdm``): step, loss, reward, the
-seconds per step and the time left, so a long CPU run shows where it is in the dvc/Prefect log."""
+"""One line per logged training step on stderr (the trainers run with ``disable_tqdm``): step, loss, reward, the
+seconds per step and the time left, so a long CPU run shows where it is. Stderr, because the flows run with
+``log_prints`` and ``PREFECT_LOGGING_LEVEL=WARNING``: a plain ``print`` would become an INFO log and be dropped."""
 
 from __future__ import annotations
 
+import sys
 import time
 from collections.abc import Mapping
 from typing import Any
@@ -31,6 +33,6 @@ def progress_callback(kind: str):
             if not logs or "loss" not in logs or not state.global_step or self.started is None:
                 return
             per_step = (time.perf_counter() - self.started) / state.global_step
-            print(progress_line(kind, state.global_step, state.max_steps, logs, per_step), flush=True)
+            print(progress_line(kind, state.global_step, state.max_steps, logs, per_step), file=sys.stderr, flush=True)
 
     return ProgressCallback()
