@@ -56,7 +56,8 @@ def main() -> int:
     from tasks.llm.client import LLMClient
     from tasks.llm.providers import ensure_registered
     from tasks.llm.providers.mock import MOCK, replay_local
-    from tasks.roles.config import RoleConfig, RolesParams
+    from tasks.llm.records import RoleConfig
+    from tasks.roles.config import RolesParams
 
     ensure_registered()
     cases = load_cases(Path(args.cases), limit=args.limit)

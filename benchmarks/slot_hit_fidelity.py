@@ -94,8 +94,8 @@ def judge_metrics(pairs, outputs, indices) -> dict:
 
 
 def open_user_metrics(cases) -> dict:
+    from tasks.llm.records import RoleConfig
     from tasks.roles.base import run_role
-    from tasks.roles.config import RoleConfig
     from tasks.roles.or_user import OPEN_SPEC, OpenUserInput, facts_from_case
 
     inputs, expected, where = [], [], []
@@ -133,8 +133,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     from tasks.domains.or_toml import read_cases
+    from tasks.llm.records import RoleConfig
     from tasks.roles.base import run_role
-    from tasks.roles.config import RoleConfig
     from tasks.roles.slot_hit import SPEC
 
     folder = Path(args.data)

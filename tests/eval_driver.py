@@ -47,7 +47,8 @@ def main() -> int:
     from tasks.llm.client import LLMClient
     from tasks.llm.providers import ensure_registered
     from tasks.llm.providers.mock import replay_local
-    from tasks.roles.config import RoleConfig, RolesParams
+    from tasks.llm.records import RoleConfig
+    from tasks.roles.config import RolesParams
 
     ensure_registered()
     model = replay_local("replay-driver", latency_s=args.latency, call_log=args.call_log)

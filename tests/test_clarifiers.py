@@ -14,8 +14,9 @@ from tasks.clarifiers import REFERENCE
 from tasks.clarifiers.base import MethodContext, get_method, reference_of
 from tasks.episodes.records import FIRST_MESSAGE, USER_PREFIX, AgentView, TranscriptRow
 from tasks.errors import InputError
-from tasks.roles.base import RoleFailure, run_role
-from tasks.roles.config import RoleConfig, RolesParams
+from tasks.llm.records import RoleConfig, RoleFailure
+from tasks.roles.base import run_role
+from tasks.roles.config import RolesParams
 from tasks.roles.or_user import NEEDS_CONFIRMATION
 from tasks.roles.question_detector import split_questions
 

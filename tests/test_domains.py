@@ -32,7 +32,8 @@ def test_every_shipped_domain_satisfies_the_api(name):
 
 
 def test_swe_hooks_agree_with_the_masking_stage():
-    from tasks.domains.swe import load_samples, mask_issue
+    from tasks.domains.swe import mask_issue
+    from tasks.swe_samples import load_samples
 
     swe = get_domain("swe")
     cfg = SweConstructParams(variants_per_issue=3)
@@ -153,8 +154,9 @@ def test_agent_and_user_prompts_follow_the_episode_domain(monkeypatch):
     from tasks.llm.client import LLMClient
     from tasks.llm.providers import ensure_registered
     from tasks.llm.providers.mock import replay_local
+    from tasks.llm.records import RoleConfig
     from tasks.roles import base
-    from tasks.roles.config import RoleConfig, RolesParams
+    from tasks.roles.config import RolesParams
     from tests.test_evaluate import _case
 
     outside = GENERIC.messages(AgentInput(brief="Plan the shifts."))[0]["content"]

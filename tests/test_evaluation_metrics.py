@@ -12,8 +12,8 @@ from tasks.clarifiers.base import MethodContext
 from tasks.episodes.records import Episode, QuestionTurn, SilentAssumption, SlotScore, StoppingBehavior, TranscriptRow
 from tasks.evaluation import judge as J
 from tasks.evaluation import metrics as M
+from tasks.llm.records import RoleFailure
 from tasks.records import Case
-from tasks.roles.base import RoleFailure
 
 # ---- a small case of our own --------------------------------------------------------------------------------------
 
@@ -412,8 +412,8 @@ def test_session_judge_llm_backend_round_trips(tmp_path):
     from tasks.llm.client import LLMClient
     from tasks.llm.providers import ensure_registered
     from tasks.llm.providers.mock import MockScript, register
+    from tasks.llm.records import RoleConfig
     from tasks.roles.base import run_role
-    from tasks.roles.config import RoleConfig
     from tasks.roles.registry import get_spec
 
     spec = get_spec("or_session_judge")
@@ -440,7 +440,8 @@ def test_session_judge_llm_backend_round_trips(tmp_path):
 def test_report_has_every_row_and_every_roles_backend(runs):
     from tasks.clarifiers.base import reference_of
     from tasks.evaluation.report import LOCAL_NOTE, publish_report, report_markdown
-    from tasks.roles.config import ROLE_NAMES, RoleConfig, RolesParams, describe_roles
+    from tasks.llm.records import RoleConfig
+    from tasks.roles.config import ROLE_NAMES, RolesParams, describe_roles
 
     eps, judged, cases = runs
     extra = [e.model_copy(update={"method": name}) for name in ("interopt", "interopt_aligned", "oracle") for e in eps]

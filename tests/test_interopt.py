@@ -16,8 +16,9 @@ from tasks.clarifiers.base import MethodContext, get_method, reference_of
 from tasks.clarifiers.ledger import GapUpdate, Ledger
 from tasks.episodes.records import USER_PREFIX, AgentView, TranscriptRow
 from tasks.errors import InputError
-from tasks.roles.base import RoleFailure, run_role
-from tasks.roles.config import RoleConfig, RolesParams
+from tasks.llm.records import RoleConfig, RoleFailure
+from tasks.roles.base import run_role
+from tasks.roles.config import RolesParams
 from tasks.roles.or_user import NEEDS_CONFIRMATION
 
 ROOT = Path(__file__).resolve().parents[1]

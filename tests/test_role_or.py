@@ -10,10 +10,10 @@ import pytest
 
 from tasks.domains.or_toml import read_case, read_cases
 from tasks.errors import InputError
+from tasks.llm.records import RoleConfig
 from tasks.roles import or_user as ou
 from tasks.roles import slot_hit as sh
 from tasks.roles.base import run_role
-from tasks.roles.config import RoleConfig
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "tests" / "data" / "or"

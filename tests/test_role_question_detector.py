@@ -6,8 +6,8 @@ import json
 
 import pytest
 
+from tasks.llm.records import RoleConfig
 from tasks.roles.base import run_role
-from tasks.roles.config import RoleConfig
 from tasks.roles.question_detector import SPEC, DetectorInput, local
 
 

@@ -11,8 +11,9 @@ import pytest
 from tasks.llm.cache import CallCache
 from tasks.llm.client import LLMClient
 from tasks.llm.providers import ensure_registered
-from tasks.roles.base import RoleFailure, run_role
-from tasks.roles.config import ROLE_NAMES, RoleConfig, RolesParams, describe_roles
+from tasks.llm.records import RoleConfig, RoleFailure
+from tasks.roles.base import run_role
+from tasks.roles.config import ROLE_NAMES, RolesParams, describe_roles
 from tasks.roles.registry import get_spec
 
 ISSUE = (

@@ -107,8 +107,8 @@ def test_a_provider_error_echoing_the_key_is_redacted_in_failures_and_logs(echo_
 
     from tasks.llm.cache import CallCache
     from tasks.llm.client import LLMCallFailed, LLMClient
-    from tasks.roles.base import RoleFailure, run_role
-    from tasks.roles.config import RoleConfig
+    from tasks.llm.records import RoleConfig, RoleFailure
+    from tasks.roles.base import run_role
     from tasks.roles.registry import get_spec
 
     caplog.set_level(logging.DEBUG)

@@ -16,9 +16,10 @@ from typing import Protocol as TypingProtocol
 from pydantic import BaseModel
 
 from tasks.episodes.records import AgentAction, AgentView, Protocol
+from tasks.llm.records import RoleConfig, RoleFailure
 from tasks.records import MethodReference
-from tasks.roles.base import RoleFailure, RoleSpec, run_role
-from tasks.roles.config import RoleConfig, RolesParams
+from tasks.roles.base import RoleSpec, run_role
+from tasks.roles.config import RolesParams
 
 
 @dataclass

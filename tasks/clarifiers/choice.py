@@ -38,7 +38,8 @@ from tasks.clarifiers.freeqa import (
 from tasks.clarifiers.gaps import GapCandidate, all_gaps, open_gaps
 from tasks.clarifiers.interopt_roles import narrow_question, parse_agent_turn
 from tasks.episodes.records import AgentAction, AgentView, Protocol, TranscriptRow
-from tasks.roles.base import RoleFailure, RoleSpec
+from tasks.llm.records import RoleFailure
+from tasks.roles.base import RoleSpec
 
 OPTION_KEYS = ("A", "B", "C")
 OTHER_OPTION = re.compile(r"^\s*(other\b|none of (the|these)\b|something else\b|not sure\b|i'?d like to explain\b|"

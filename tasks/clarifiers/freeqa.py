@@ -23,7 +23,8 @@ from tasks.clarifiers.base import BaseAgent, MethodContext
 from tasks.clarifiers.gaps import GapCandidate, all_gaps, asked_keys, open_gaps
 from tasks.episodes.records import USER_PREFIX, AgentAction, AgentView, Protocol, TranscriptRow
 from tasks.errors import InputError
-from tasks.roles.base import RoleFailure, RoleSpec
+from tasks.llm.records import RoleFailure
+from tasks.roles.base import RoleSpec
 
 NON_ANSWER_PATIENCE = 3
 """Consecutive non-answers after which the local agents stop asking."""

@@ -76,7 +76,7 @@ from tasks.clarifiers.base import BaseAgent, MethodContext
 from tasks.clarifiers.ledger import GapRow, Ledger
 from tasks.episodes.records import AgentAction, AgentView, Protocol, public_turns
 from tasks.errors import InputError
-from tasks.roles.base import RoleFailure
+from tasks.llm.records import RoleFailure
 
 DEFAULT_RISK = {"objective": 3.0, "hard_soft_policy": 2.0, "constraint_set": 2.0, "feasible_rule": 2.0,
                 "decision_scope": 1.0, "time_boundary": 1.0, "entity_relation": 1.0}

@@ -30,7 +30,8 @@ from tasks.clarifiers.freeqa import (
 )
 from tasks.clarifiers.gaps import OBJECTIVE_CUE, brief_facts, interview
 from tasks.episodes.records import READY_MARKER, AgentAction, AgentView, Protocol
-from tasks.roles.base import RoleFailure, RoleSpec
+from tasks.llm.records import RoleFailure
+from tasks.roles.base import RoleSpec
 
 COMPLETE_MARKER = "[INTERVIEW_COMPLETE]"
 CONFIRMATION_OPENING = "To confirm my understanding before I build the model"

@@ -25,7 +25,8 @@ from tasks.clarifiers.choice import ChoiceAgent
 from tasks.clarifiers.freeqa import parse_options
 from tasks.clarifiers.gaps import open_gaps
 from tasks.episodes.records import AgentAction, AgentView, Protocol, TranscriptRow
-from tasks.roles.base import RoleFailure, RoleSpec
+from tasks.llm.records import RoleFailure
+from tasks.roles.base import RoleSpec
 
 EVENT_LOG = "counterfactual_ready_gate_events"
 MAX_FEEDBACK_WORDS = 500

@@ -24,8 +24,8 @@ from tasks.episodes.records import (
     RoleUsage,
     TranscriptRow,
 )
+from tasks.llm.records import RoleFailure
 from tasks.records import Case
-from tasks.roles.base import RoleFailure
 
 CHOICE_KEYS = ("A", "B", "C")
 

@@ -38,9 +38,10 @@ from tasks.episodes.records import (
     StopStatus,
     public_turns,
 )
+from tasks.llm.records import RoleFailure
 from tasks.records import Case, HiddenSlot
 from tasks.roles import slot_hit as sh
-from tasks.roles.base import RoleFailure, RoleSpec
+from tasks.roles.base import RoleSpec
 
 Severity = Literal["P0", "P1", "P2"]
 CORE = ("P0", "P1")

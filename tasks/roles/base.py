@@ -14,34 +14,14 @@ from functools import cache
 from pathlib import Path
 from typing import Generic, TypeVar
 
-from pydantic import BaseModel, ConfigDict, field_validator
+from pydantic import BaseModel
 
-from tasks.roles.config import RoleConfig
+from tasks.llm.records import RoleConfig, RoleFailure
 
 PROMPTS = Path(__file__).parent / "prompts"
 
 I = TypeVar("I", bound=BaseModel)  # noqa: E741 - input and output model of a role
 O = TypeVar("O", bound=BaseModel)  # noqa: E741
-
-
-class RoleFailure(BaseModel):
-    """The typed record of a call that could not produce a valid output after all retries and regenerations."""
-
-    model_config = ConfigDict(frozen=True)
-
-    role: str
-    kind: str
-    """``invalid_output`` (never matched the schema), ``transient`` (retries exhausted) or ``provider`` (any other
-    provider error, e.g. authentication)."""
-    message: str
-    attempts: int = 1
-
-    @field_validator("message")
-    @classmethod
-    def _no_secrets(cls, message: str) -> str:
-        from tasks.llm.redact import redact
-
-        return redact(message)
 
 
 @cache
