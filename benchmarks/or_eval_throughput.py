@@ -50,6 +50,7 @@ def main() -> int:
     _env.configure(ROOT)
     from prefect import flow
 
+    from tasks.domains import domain_context
     from tasks.evaluation.evaluate import play
     from tasks.evaluation.runs import EvalSettings, UnitStore, load_cases
     from tasks.llm.cache import CallCache
@@ -72,8 +73,8 @@ def main() -> int:
         @flow(name=f"or-eval-throughput-{tag}")
         def bench():
             started = time.perf_counter()
-            results, stats = play(cases, settings, roles, UnitStore(tmp / f"store-{tag}"), client=client,
-                                  runner=args.runner)
+            results, stats = play(cases, settings, roles, UnitStore(tmp / f"store-{tag}"),
+                                  domain=domain_context("optimization"), client=client, runner=args.runner)
             return results, stats, time.perf_counter() - started
 
         return bench()

@@ -100,7 +100,7 @@ def open_user_metrics(cases) -> dict:
 
     inputs, expected, where = [], [], []
     for ci, case in enumerate(cases):
-        facts = facts_from_case(case)
+        facts = facts_from_case(case, {})  # the optimisation domain has no user aspects
         for slot in case.hidden_slots:
             for question in slot.reference_questions:
                 inputs.append(OpenUserInput(brief=case.brief.content, facts=facts, question=question))
