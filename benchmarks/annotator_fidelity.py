@@ -207,8 +207,9 @@ def llm_annotations(issues, cfg, client=None) -> tuple[list, dict]:
     from collections import Counter
 
     from tasks.llm.client import default_client
+    from tasks.llm.records import RoleFailure
     from tasks.roles.annotator import SPEC, AnnotateInput, Annotation, verbatim_spans
-    from tasks.roles.base import RoleFailure, run_role
+    from tasks.roles.base import run_role
 
     client = client or default_client()
     inputs = [AnnotateInput(instance_id=i.instance_id, text=i.text, hints=i.hints_text) for i in issues]

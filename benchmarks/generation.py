@@ -45,8 +45,9 @@ SAMPLES = ROOT / "data" / "samples" / "swe" / "issues.jsonl"
 
 
 def sample_cases():
-    from tasks.domains.swe import load_samples, mask_issue
+    from tasks.domains.swe import mask_issue
     from tasks.params import SweConstructParams
+    from tasks.swe_samples import load_samples
 
     cfg = SweConstructParams()
     return [case for issue in load_samples(SAMPLES) for case in mask_issue(issue, cfg)[0]]

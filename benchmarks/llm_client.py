@@ -24,7 +24,7 @@ from tasks import store
 from tasks.llm.cache import CallCache
 from tasks.llm.client import LLMClient
 from tasks.llm.providers import ensure_registered
-from tasks.roles.config import RoleConfig
+from tasks.llm.records import RoleConfig
 
 OUT = Path(__file__).parent / "out" / "llm_client.json"
 

@@ -50,13 +50,15 @@ def main() -> int:
     _env.configure(ROOT)
     from prefect import flow
 
+    from tasks.domains import domain_context
     from tasks.evaluation.evaluate import play
     from tasks.evaluation.runs import EvalSettings, UnitStore, load_cases
     from tasks.llm.cache import CallCache
     from tasks.llm.client import LLMClient
     from tasks.llm.providers import ensure_registered
     from tasks.llm.providers.mock import MOCK, replay_local
-    from tasks.roles.config import RoleConfig, RolesParams
+    from tasks.llm.records import RoleConfig
+    from tasks.roles.config import RolesParams
 
     ensure_registered()
     cases = load_cases(Path(args.cases), limit=args.limit)
@@ -71,8 +73,8 @@ def main() -> int:
         @flow(name=f"or-eval-throughput-{tag}")
         def bench():
             started = time.perf_counter()
-            results, stats = play(cases, settings, roles, UnitStore(tmp / f"store-{tag}"), client=client,
-                                  runner=args.runner)
+            results, stats = play(cases, settings, roles, UnitStore(tmp / f"store-{tag}"),
+                                  domain=domain_context("optimization"), client=client, runner=args.runner)
             return results, stats, time.perf_counter() - started
 
         return bench()

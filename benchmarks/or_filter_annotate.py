@@ -82,9 +82,9 @@ def filter_figures(rows: list[dict]) -> dict:
 
 
 def annotate_rows(cases) -> list[dict]:
+    from tasks.llm.records import RoleConfig
     from tasks.orclarify.annotate import SPEC, SlotAnnotateInput
     from tasks.roles.base import run_role
-    from tasks.roles.config import RoleConfig
     from tasks.roles.slot_hit import SPEC as HIT_SPEC
     from tasks.roles.slot_hit import (
         SlotHitInput,

@@ -40,6 +40,7 @@ def main() -> int:
     parser.add_argument("--concurrency", type=int, default=2)
     args = parser.parse_args()
 
+    from tasks.domains import domain_context
     from tasks.evaluation.evaluate import play, write_outputs
     from tasks.evaluation.runs import EvalSettings, UnitStore, load_cases
     from tasks.params import load_params
@@ -56,12 +57,14 @@ def main() -> int:
     cases = load_cases(Path(args.cases), limit=args.limit)
     store = UnitStore(ROOT / ".cache" / "eval" / "bench-or-methods")
     started = time.perf_counter()
-    results, stats = play(cases, settings, params.roles, store, runner="serial",
+    domain = domain_context("optimization")  # the published OR-Clarify cases
+    results, stats = play(cases, settings, params.roles, store, domain=domain, runner="serial",
                           progress=lambda i, n: i % 100 == 0 and print(f"{i}/{n} episodes", file=sys.stderr))
     print(file=sys.stderr)
     elapsed = time.perf_counter() - started
     with tempfile.TemporaryDirectory() as tmp:
-        summary = write_outputs(Path(tmp), results, cases, settings, params.roles, source="published OR-Clarify cases")
+        summary = write_outputs(Path(tmp), results, cases, settings, params.roles, domain=domain,
+                                source="published OR-Clarify cases")
         OUT.mkdir(parents=True, exist_ok=True)
         for name in ("summary.json", "report.md", "recovery.json", "recovery.png", "run_config.json"):
             shutil.copy(Path(tmp) / name, OUT / name)

@@ -94,13 +94,13 @@ def judge_metrics(pairs, outputs, indices) -> dict:
 
 
 def open_user_metrics(cases) -> dict:
+    from tasks.llm.records import RoleConfig
     from tasks.roles.base import run_role
-    from tasks.roles.config import RoleConfig
     from tasks.roles.or_user import OPEN_SPEC, OpenUserInput, facts_from_case
 
     inputs, expected, where = [], [], []
     for ci, case in enumerate(cases):
-        facts = facts_from_case(case)
+        facts = facts_from_case(case, {})  # the optimisation domain has no user aspects
         for slot in case.hidden_slots:
             for question in slot.reference_questions:
                 inputs.append(OpenUserInput(brief=case.brief.content, facts=facts, question=question))
@@ -133,8 +133,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     from tasks.domains.or_toml import read_cases
+    from tasks.llm.records import RoleConfig
     from tasks.roles.base import run_role
-    from tasks.roles.config import RoleConfig
     from tasks.roles.slot_hit import SPEC
 
     folder = Path(args.data)

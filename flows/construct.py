@@ -29,7 +29,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 def prepare(domain: str, params: str = "params.yaml"):
     """Validate params and the domain's inputs; raises InputError before any Prefect machinery starts."""
     from tasks.domains import get_domain
-    from tasks.errors import InputError
+    from tasks.errors import DomainError, InputError
     from tasks.params import load_params
     from tasks.store import repo_root
 
@@ -40,8 +40,8 @@ def prepare(domain: str, params: str = "params.yaml"):
         raise InputError(params_path, f"domain {domain!r} is not listed", field="domains")
     try:
         dom = get_domain(domain)
-    except KeyError as err:
-        raise InputError(params_path, err.args[0], field="domains") from None
+    except DomainError as err:
+        raise InputError(params_path, str(err), field="domains") from None
     cfg = dom.parse_params(params_path, all_params.construct_.get(domain))
     return root, dom, cfg, all_params.roles
 

@@ -69,12 +69,12 @@ def output_dir(root, domain: str, out: str | None):
 def domain_of(domain: str, params_path):
     """The domain and its evaluation kind, or an InputError naming params.yaml."""
     from tasks.domains import get_domain
-    from tasks.errors import InputError
+    from tasks.errors import DomainError, InputError
 
     try:
         dom = get_domain(domain)
-    except KeyError as err:
-        raise InputError(params_path, f"no evaluation for domain {domain!r}: {err.args[0]}", field="evaluate") from None
+    except DomainError as err:
+        raise InputError(params_path, f"no evaluation for domain {domain!r}: {err}", field="evaluate") from None
     if dom.evaluation not in EVALUATIONS:
         raise InputError(params_path, f"domain {domain!r} has an unknown evaluation {dom.evaluation!r} (known: "
                          f"{', '.join(EVALUATIONS)})", field="evaluate")
@@ -126,6 +126,10 @@ def prepare_episodes(root, params_path, cfg, domain: str):
                              f"{', '.join(method.protocols)})", field=f"evaluate.{domain}.methods.{i}.protocols")
     cases_path = (root / settings.cases).resolve()
     cases = load_cases(cases_path, case_ids=settings.case_ids, limit=settings.limit)
+    other = next((c for c in cases if c.metadata.domain != domain), None)
+    if other is not None:  # every episode plays in this evaluation's domain, so its cases must be of it
+        raise InputError(cases_path, f"case of domain {other.metadata.domain!r} in evaluate.{domain}",
+                         record=other.case_id, field="metadata.domain")
     from tasks.evaluation.runs import check_policies
 
     check_policies(cases, settings)  # before any episode: a trained policy on its own training data stops here
@@ -144,7 +148,9 @@ def evaluate(domain: str = "optimization", params: str = "params.yaml", out: str
 
 
 def evaluate_episodes(domain: str, params: str, out: str | None, runner: str | None, started: float) -> dict:
-    """Episodes: every method x protocol x repeat x case played, judged, summarised and gated (or-clarify.md)."""
+    """Episodes: every method x protocol x repeat x case played, judged, summarised and gated (or-clarify.md), all
+    in the domain's context (:func:`tasks.domains.domain_context`, built here once and handed down)."""
+    from tasks.domains import domain_context
     from tasks.evaluation import metrics as eval_metrics
     from tasks.evaluation.evaluate import play, write_outputs
     from tasks.evaluation.report import publish_report
@@ -159,17 +165,19 @@ def evaluate_episodes(domain: str, params: str, out: str | None, runner: str | N
     from tasks.validation.stage_metrics import check_stage_metrics
 
     root, cfg, settings, cases = prepare(domain, params)
+    context = domain_context(domain)
     store = UnitStore(root / ".cache" / "eval" / domain)
     client = default_client()
     bar = _progress_bar()
-    results, stats = play(cases, settings, cfg.roles, store, client=client, runner=runner, progress=bar)
+    results, stats = play(cases, settings, cfg.roles, store, domain=context, client=client, runner=runner,
+                          progress=bar)
     # a role (a judge, an agent, the simulated user) that failed too often stops the stage before anything is written
     failures = episode_failure_counts(results, cfg.roles)
     check_failure_rates(failures, cfg.roles.max_failure_rate, stage=f"evaluate@{domain}")
     out_dir = output_dir(root, domain, out)
     results_dir = root / ".cache" / "gx" / "results"
     with staged_dir(out_dir) as staging:
-        summary = write_outputs(staging, results, cases, settings, cfg.roles, source=settings.cases)
+        summary = write_outputs(staging, results, cases, settings, cfg.roles, domain=context, source=settings.cases)
         gate("or_episodes", eval_metrics.episodes_frame([r.episode for r in results], [r.judge for r in results]),
              artifact=f"{out_dir.relative_to(root)}/runs", results_dir=results_dir,
              methods=[m.name for m in settings.methods])

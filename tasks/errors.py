@@ -23,6 +23,10 @@ class InputError(ClarifyflowError):
         super().__init__(f"{where}: {message}")
 
 
+class DomainError(ClarifyflowError):
+    """A domain that cannot be used: no module defines it, its module fails to import, or it lacks what is asked."""
+
+
 UNSAFE_ID = ("unsafe id {value}: letters, digits and '_.+-' only, starting with a letter or digit "
              "(ids become file names)")
 

@@ -138,7 +138,8 @@ def build_rows(cases: list[Case], weights: dict[str, float], role_cfg, *, client
     """SFT rows for every case, each in its case's split (plus how many cases the question writer failed on).
     ``published`` (from :func:`choose_published`) gives the cases whose kept published list is the target; the
     writer does the rest."""
-    from tasks.roles.base import RoleFailure, run_role
+    from tasks.llm.records import RoleFailure
+    from tasks.roles.base import run_role
     from tasks.roles.question_writer import SPEC, QuestionWriterInput, numbered
     from tasks.training.prompts import prompt_messages
 

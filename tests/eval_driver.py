@@ -41,13 +41,15 @@ def main() -> int:
     parser.add_argument("--methods", default="freeqa:open,interopt:mc_d")
     args = parser.parse_args()
 
+    from tasks.domains import domain_context
     from tasks.evaluation.evaluate import play
     from tasks.evaluation.metrics import summarise
     from tasks.evaluation.runs import UnitStore, load_cases
     from tasks.llm.client import LLMClient
     from tasks.llm.providers import ensure_registered
     from tasks.llm.providers.mock import replay_local
-    from tasks.roles.config import RoleConfig, RolesParams
+    from tasks.llm.records import RoleConfig
+    from tasks.roles.config import RolesParams
 
     ensure_registered()
     model = replay_local("replay-driver", latency_s=args.latency, call_log=args.call_log)
@@ -56,8 +58,8 @@ def main() -> int:
     methods = [{"name": m.split(":")[0], "protocols": [m.split(":")[1]]} for m in args.methods.split(",")]
     settings = settings_for(methods, repeats=args.repeats, max_turns=8, concurrency=args.concurrency)
     cases = load_cases(Path(args.cases), limit=args.limit)
-    results, stats = play(cases, settings, roles, UnitStore(Path(args.store)), client=LLMClient(),
-                          runner=args.runner)
+    results, stats = play(cases, settings, roles, UnitStore(Path(args.store)), domain=domain_context("optimization"),
+                          client=LLMClient(), runner=args.runner)
     summary = summarise([r.episode for r in results], [r.judge for r in results], {c.case_id: c for c in cases},
                         n_resamples=200, seed=0)
     Path(args.out).write_text(json.dumps({"summary": summary, "played": stats.played, "reused": stats.reused},

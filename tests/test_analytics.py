@@ -8,7 +8,7 @@ from collections import Counter
 
 import pytest
 
-from tasks.domains import ConstructResult, get_domain
+from tasks.domains import ConstructResult, domain_context, get_domain
 from tasks.domains.analytics.decompose import HIDEABLE_KINDS, classify, decompose_text
 from tasks.domains.analytics.gaps import analytics_gaps
 from tasks.domains.analytics.statements import stated_aspects
@@ -126,7 +126,8 @@ def test_local_agents_recover_hidden_analytics_facts(cases, tmp_path):
     picked = [c for c in cases if c.case_id in ("ana_clinic_001", "ana_hotel_001", "ana_marketing_001")]
     settings = EvalSettings(methods=[{"name": "freeqa", "protocols": ["open"]}, {"name": "mc_d"}], repeats=1,
                             bootstrap=200, task_runner="serial", max_turns=8)
-    results, _ = play(picked, settings, RolesParams(), UnitStore(tmp_path), runner="serial")
+    results, _ = play(picked, settings, RolesParams(), UnitStore(tmp_path), domain=domain_context("analytics"),
+                      runner="serial")
     disclosed = sum(bool(t.disclosed_slot_ids) for r in results for t in r.episode.question_turns)
     hits = Counter(s.hit for r in results for s in r.judge.slot_scores)
     assert disclosed >= 4, disclosed  # the simulated user answers the questions that target a hidden fact

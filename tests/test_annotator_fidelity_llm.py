@@ -12,8 +12,8 @@ from tasks.categories import Category
 from tasks.llm.cache import CallCache
 from tasks.llm.client import LLMClient
 from tasks.llm.providers import ensure_registered
+from tasks.llm.records import RoleConfig
 from tasks.records import IssueRecord, SpanAnnotation
-from tasks.roles.config import RoleConfig
 from tests.conftest import load_benchmark
 
 ISSUE = IssueRecord(

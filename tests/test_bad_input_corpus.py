@@ -529,7 +529,7 @@ def test_malformed_llm_reply_is_a_recorded_failure_not_a_crash():
     from tasks.domains.swe import annotate_chunk
     from tasks.llm.providers import ensure_registered
     from tasks.llm.providers.mock import MockScript, register
-    from tasks.roles.config import RoleConfig
+    from tasks.llm.records import RoleConfig
 
     ensure_registered()
     model = register(f"corpus-bad-json-{time.time_ns()}", MockScript(outputs=['{"spans": [', "not json at all"]))

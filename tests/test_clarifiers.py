@@ -11,11 +11,12 @@ import time
 import pytest
 
 from tasks.clarifiers import REFERENCE
-from tasks.clarifiers.base import MethodContext, get_method, reference_of
+from tasks.clarifiers.base import OPTIMIZATION_CONTEXT, MethodContext, get_method, reference_of
 from tasks.episodes.records import FIRST_MESSAGE, USER_PREFIX, AgentView, TranscriptRow
 from tasks.errors import InputError
-from tasks.roles.base import RoleFailure, run_role
-from tasks.roles.config import RoleConfig, RolesParams
+from tasks.llm.records import RoleConfig, RoleFailure
+from tasks.roles.base import run_role
+from tasks.roles.config import RolesParams
 from tasks.roles.or_user import NEEDS_CONFIRMATION
 from tasks.roles.question_detector import split_questions
 
@@ -211,10 +212,10 @@ def _covered_transcript():
 
 
 def test_readygate_blocks_a_premature_ready_and_the_agent_asks_the_named_gap():
-    from tasks.clarifiers.gaps import open_gaps
+    from tasks.clarifiers.gaps import OPTIMIZATION, open_gaps
 
     transcript = _covered_transcript()
-    pending = [g for g in open_gaps(BRIEF, transcript) if g.category == "constraint_set"]
+    pending = [g for g in open_gaps(OPTIMIZATION, BRIEF, transcript) if g.category == "constraint_set"]
     assert pending, "the inner agent stopped with constraint gaps unasked"
     agent = get_method("readygate").new_agent("bakery_001", BRIEF, "mc_d", seed=0, ctx=MethodContext())
     action = agent.act(view(transcript, protocol="mc_d"))
@@ -527,8 +528,8 @@ def test_role_llm_backend_round_trips_through_a_mock(name, tmp_path):
 
     spec = get_spec(name)
     inp = spec.input_model.model_validate(ROLE_EXAMPLES[name])
-    [expected] = run_role(spec, [inp], RoleConfig())
-    messages = spec.messages(inp)
+    [expected] = run_role(spec, [inp], RoleConfig(), domain=OPTIMIZATION_CONTEXT)
+    messages = spec.messages(inp, OPTIMIZATION_CONTEXT)
     text = "\n".join(m["content"] for m in messages)
     assert '"properties"' in text, "the prompt carries the JSON schema"
     assert "Seeded rye" in text
@@ -537,7 +538,7 @@ def test_role_llm_backend_round_trips_through_a_mock(name, tmp_path):
     if name == "or_choice_agent":
         assert "met in full" in text and "allow_other" in text
     model = mock_model(rule=lambda m: expected.model_dump_json())
-    [got] = run_role(spec, [inp], RoleConfig(backend="llm", model=model),
+    [got] = run_role(spec, [inp], RoleConfig(backend="llm", model=model), domain=OPTIMIZATION_CONTEXT,
                      client=LLMClient(CallCache(tmp_path / "calls.sqlite")))
     assert not isinstance(got, RoleFailure), got
     assert got == expected

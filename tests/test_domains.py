@@ -1,13 +1,16 @@
 """The domain plugin API: the registry, every shipped domain satisfying it, hooks that agree with the stages, and
-the per-domain gap inventory and judge hints reaching the episode loop."""
+the evaluation's domain (one ``DomainContext``, handed down) reaching the episode loop, the agents, the simulated
+user and the judges."""
 
 from __future__ import annotations
 
 import pytest
 
-from tasks.domains import domain_names, gap_inventory_for, get_domain, judge_hints_for, module_name
-from tasks.domains.api import Domain, check_domain
-from tasks.errors import InputError
+from tasks import domains
+from tasks.clarifiers.base import OPTIMIZATION_CONTEXT
+from tasks.domains import domain_context, domain_names, get_domain, module_name
+from tasks.domains.api import OPTIMIZATION_HINTS, Domain, DomainContext, check_domain
+from tasks.errors import DomainError, InputError
 from tasks.params import SweConstructParams
 from tasks.records import Case
 from tests.conftest import ROOT, SAMPLES
@@ -18,8 +21,43 @@ def test_registry_lists_the_shipped_domains_and_refuses_unknown_names():
     assert not {"api", "units", "or_toml", "template"} & set(domain_names())
     for bad in ("../etc", "Swe", "units", "api", "x", "a b"):
         assert module_name(bad) is None
-    with pytest.raises(KeyError, match="unknown domain 'nonsense'"):
+    with pytest.raises(DomainError, match="unknown domain 'nonsense'"):
         get_domain("nonsense")
+
+
+@pytest.fixture
+def broken_domain(tmp_path, monkeypatch):
+    """A domain whose module fails to import (a dependency it needs is missing)."""
+    (tmp_path / "broken_domain_module.py").write_text("import no_such_dependency_of_clarifyflow\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setitem(domains.KNOWN, "broken", "broken_domain_module")
+    return "broken"
+
+
+def test_a_domain_whose_module_fails_to_import_is_an_error_naming_it(broken_domain, monkeypatch):
+    for build in (get_domain, domain_context):
+        with pytest.raises(DomainError, match="domain 'broken': its module broken_domain_module fails to import "
+                                              r"\(ModuleNotFoundError: No module named 'no_such_dependency"):
+            build(broken_domain)
+    from flows import evaluate
+
+    monkeypatch.chdir(ROOT)
+    with pytest.raises(InputError, match="no evaluation for domain 'broken': domain 'broken': its module"):
+        evaluate.prepare(broken_domain)
+
+
+def test_the_domain_context_is_what_the_domain_defines_and_only_for_episode_domains():
+    from tasks.domains.analytics.gaps import INVENTORY
+    from tasks.domains.analytics.slots import ASPECTS
+
+    assert domain_context("optimization") == OPTIMIZATION_CONTEXT
+    analytics = domain_context("analytics")
+    assert analytics.name == "analytics" and analytics.hints == get_domain("analytics").judge_hints
+    assert analytics.gaps is INVENTORY and analytics.user_aspects == {k: tuple(v) for k, v in ASPECTS.items()}
+    with pytest.raises(DomainError, match="domain 'swe' has no gap inventory: it is evaluated by questions"):
+        domain_context("swe")
+    with pytest.raises(DomainError, match="unknown domain 'nonsense'"):
+        domain_context("nonsense")
 
 
 @pytest.mark.parametrize("name", ["swe", "optimization", "analytics"])
@@ -32,7 +70,8 @@ def test_every_shipped_domain_satisfies_the_api(name):
 
 
 def test_swe_hooks_agree_with_the_masking_stage():
-    from tasks.domains.swe import load_samples, mask_issue
+    from tasks.domains.swe import mask_issue
+    from tasks.swe_samples import load_samples
 
     swe = get_domain("swe")
     cfg = SweConstructParams(variants_per_issue=3)
@@ -77,58 +116,70 @@ def test_the_gap_inventory_follows_the_domain():
     from tasks.clarifiers import gaps
 
     brief = "We need the weekly signup numbers from the `signups` table for the marketing review."
-    optimisation = gaps.all_gaps(brief)
-    assert gaps.active() is gaps.OPTIMIZATION and any(g.category == "objective" for g in optimisation)
-    with gaps.using(gap_inventory_for("analytics")):
-        analytics = gaps.all_gaps(brief)
-        assert gaps.brief_facts(brief).entities == ["`signups`"]
-    assert gaps.active() is gaps.OPTIMIZATION
+    optimisation = gaps.all_gaps(OPTIMIZATION_CONTEXT.gaps, brief)
+    assert OPTIMIZATION_CONTEXT.gaps is gaps.OPTIMIZATION and any(g.category == "objective" for g in optimisation)
+    inventory = domain_context("analytics").gaps
+    analytics = gaps.all_gaps(inventory, brief)
+    assert inventory.facts(brief).entities == ["`signups`"]
     assert [g.question for g in analytics] != [g.question for g in optimisation]
     assert all("plan" not in g.question for g in analytics)
-    assert gap_inventory_for("swe") is None and gap_inventory_for("no-such-domain") is None
-    assert judge_hints_for("analytics").subject.startswith("a data-analysis request")
 
 
-def test_the_episode_loop_activates_the_case_domain_inventory():
-    from tasks.clarifiers import gaps
+def test_the_episode_loop_hands_the_domain_to_the_agent_and_the_simulated_user(monkeypatch):
     from tasks.clarifiers.base import BaseAgent, MethodContext
     from tasks.episodes.loop import run_episode
     from tasks.episodes.records import AgentAction
     from tests.test_evaluate import _case
 
-    seen = []
+    seen, facts = [], []
 
     class Spy(BaseAgent):
+        def __init__(self, ctx):
+            super().__init__()
+            seen.append(ctx.domain.name)
+
         def act(self, view):
-            seen.append(gaps.active().name)
-            return AgentAction(kind="ready", summary="done")
+            return AgentAction(kind="ask" if view.turn == 1 else "ready", question="How long may a roaster run?",
+                               summary="done")
 
     class SpyMethod:
         name, protocols, uses_detector, privileged = "spy", ("open",), True, False
 
         def new_agent(self, case_id, brief, protocol, *, seed, ctx):
-            return Spy()
+            return Spy(ctx)
 
-    base = _case()
-    for domain in ("optimization", "analytics"):
-        case = base.model_copy(update={"metadata": base.metadata.model_copy(update={"domain": domain})})
-        run_episode(case, SpyMethod(), "open", repeat=1, seed=0, max_turns=3, ctx=MethodContext())
-    assert seen == ["optimization", "analytics"] and gaps.active() is gaps.OPTIMIZATION
+    run = MethodContext.run
+
+    def recording(self, spec, inputs):
+        if spec.name == "or_open_user":
+            facts.append([fact.aspects for inp in inputs for fact in inp.facts])
+        return run(self, spec, inputs)
+
+    monkeypatch.setattr(MethodContext, "run", recording)
+
+    asks = ("How long may each roaster run per day?",)
+    demo = DomainContext(name="demo", hints=OPTIMIZATION_HINTS, gaps=OPTIMIZATION_CONTEXT.gaps,
+                         user_aspects={"constraint": asks})
+    for domain in (OPTIMIZATION_CONTEXT, demo):
+        run_episode(_case(), SpyMethod(), "open", repeat=1, seed=0, max_turns=3, ctx=MethodContext(domain=domain))
+    assert seen == ["optimization", "demo"]
+    assert facts == [[[], []], [list(asks), []]]  # H1 hides a constraint, H2 the objective
 
 
 def test_judge_prompts_name_the_domain_and_keep_the_optimisation_wording():
     from tasks.episodes.records import Episode
-    from tasks.evaluation.judge import SESSION_SPEC, session_input, subject_of
+    from tasks.evaluation.judge import SESSION_SPEC, session_input
     from tests.test_evaluate import _case
 
     case = _case()
     episode = Episode(case_id=case.case_id, method="m", protocol="open", repeat=1, seed=0, max_turns=3,
                       brief=case.brief.content, transcript=[], question_turns=[], ready=False, turn_count=0,
                       attempted_turns=0, atomic_questions=0)
-    system = SESSION_SPEC.messages(session_input(case, episode, []))[0]["content"]
-    assert "about an optimisation problem." in system and subject_of(case) == "an optimisation problem"
-    other = case.model_copy(update={"metadata": case.metadata.model_copy(update={"domain": "analytics"})})
-    system = SESSION_SPEC.messages(session_input(other, episode, []))[0]["content"]
+    inp = session_input(case, episode, [], domain=OPTIMIZATION_CONTEXT)
+    system = SESSION_SPEC.messages(inp, OPTIMIZATION_CONTEXT)[0]["content"]
+    assert "about an optimisation problem." in system and inp.subject == "an optimisation problem"
+    analytics = domain_context("analytics")
+    system = SESSION_SPEC.messages(session_input(case, episode, [], domain=analytics), analytics)[0]["content"]
     assert "about a data-analysis request (text to SQL)." in system
 
 
@@ -143,49 +194,70 @@ def test_the_evaluate_flow_dispatches_on_the_domain_evaluation(monkeypatch):
         evaluate.prepare("nonsense")
 
 
-def test_agent_and_user_prompts_follow_the_episode_domain(monkeypatch):
-    """LLM-backend agents and the simulated user of an analytics episode are told about a data-analysis request;
-    the same roles outside an episode (and in an optimisation episode) keep the optimisation wording."""
+def test_agent_user_and_judge_prompts_follow_the_evaluation_domain(monkeypatch):
+    """LLM-backend agents, the simulated user, the question detector and the judges of an analytics evaluation are
+    told about a data-analysis request, those of an optimisation one about an optimisation problem; a role that
+    reads the domain is never run without one."""
+    import jinja2
+
     from tasks.clarifiers.base import MethodContext, get_method
     from tasks.clarifiers.freeqa import SPEC as GENERIC
     from tasks.clarifiers.freeqa import AgentInput
     from tasks.episodes.loop import run_episode
+    from tasks.evaluation.judge import judge_episodes
     from tasks.llm.client import LLMClient
     from tasks.llm.providers import ensure_registered
     from tasks.llm.providers.mock import replay_local
+    from tasks.llm.records import RoleConfig
     from tasks.roles import base
-    from tasks.roles.config import RoleConfig, RolesParams
+    from tasks.roles.config import RolesParams
     from tests.test_evaluate import _case
 
-    outside = GENERIC.messages(AgentInput(brief="Plan the shifts."))[0]["content"]
-    assert "an optimisation model" in outside and "operations-research analyst" in outside
+    with pytest.raises(jinja2.UndefinedError, match="'domain' is undefined"):
+        GENERIC.messages(AgentInput(brief="Plan the shifts."))
+    with pytest.raises(ValueError, match="role 'or_generic_agent' asks from the domain's gap inventory"):
+        GENERIC.run_local([AgentInput(brief="Plan the shifts.")])
 
     systems: list[tuple[str, str]] = []
     render = base.RoleSpec.messages
 
-    def spy(self, inp):
-        messages = render(self, inp)
+    def spy(self, inp, domain=None):
+        messages = render(self, inp, domain)
         systems.append((self.name, messages[0]["content"]))
         return messages
 
     monkeypatch.setattr(base.RoleSpec, "messages", spy)
     ensure_registered()
-    model = replay_local("framing-test")
-    llm = RoleConfig(backend="llm", model=model, max_retries=0)
-    roles = RolesParams(or_generic_agent=llm, or_open_user=llm)
-    ctx = MethodContext(roles=roles, client=LLMClient(use_cache=False))
-    base_case = _case()
-    for domain in ("analytics", "optimization"):
+    llm = RoleConfig(backend="llm", model=replay_local("framing-test"), max_retries=0)
+    framed = ("or_generic_agent", "or_open_user", "question_detector", "slot_hit_judge", "or_session_judge")
+    roles = RolesParams(**dict.fromkeys(framed, llm))
+    case = _case()
+    for name in ("analytics", "optimization"):
         systems.clear()
-        case = base_case.model_copy(update={"metadata": base_case.metadata.model_copy(update={"domain": domain})})
-        run_episode(case, get_method("freeqa"), "open", repeat=1, seed=0, max_turns=2, ctx=ctx)
-        names = {name for name, _ in systems}
-        assert {"or_generic_agent", "or_open_user"} <= names, names
-        for name, system in systems:
-            if domain == "analytics":
-                assert "data-analysis request" in system and "optimisation" not in system, (name, system[:200])
+        ctx = MethodContext(roles=roles, client=LLMClient(use_cache=False), domain=domain_context(name))
+        episode = run_episode(case, get_method("freeqa"), "open", repeat=1, seed=0, max_turns=2, ctx=ctx)
+        judge_episodes({case.case_id: case}, [episode], ctx)
+        assert {role for role, _ in systems} == set(framed), systems
+        for role, system in systems:
+            if name == "analytics":
+                assert "data-analysis request" in system and "optimisation" not in system, (role, system[:200])
             else:
-                assert "optimisation" in system and "data-analysis" not in system, (name, system[:200])
-        agent = next(system for name, system in systems if name == "or_generic_agent")
-        assert agent.startswith("You are a data analyst." if domain == "analytics"
+                assert "optimisation" in system and "data-analysis" not in system, (role, system[:200])
+        agent = next(system for role, system in systems if role == "or_generic_agent")
+        assert agent.startswith("You are a data analyst." if name == "analytics"
                                 else "You are an operations-research analyst."), agent[:80]
+
+
+def test_an_episode_evaluation_refuses_cases_of_another_domain(tmp_path):
+    from flows.evaluate import prepare_episodes
+    from tasks.params import load_params
+    from tasks.store import jsonl_text
+    from tests.test_evaluate import _case
+
+    cases = tmp_path / "cases.jsonl"
+    cases.write_text(jsonl_text([_case()]))
+    cfg = load_params(ROOT / "params.yaml")
+    cfg.evaluate["analytics"] = {**cfg.evaluate["analytics"], "cases": str(cases), "case_ids": None, "limit": None}
+    with pytest.raises(InputError, match=r"record coffee_001: field 'metadata\.domain': case of domain "
+                                         r"'optimization' in evaluate\.analytics"):
+        prepare_episodes(ROOT, ROOT / "params.yaml", cfg, "analytics")

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from tasks.clarifiers.base import OPTIMIZATION_CONTEXT
 from tests.conftest import ROOT, RUN_TIMEOUT_S, SHARED, python, tiny_params, write_params
 
 DRIVER = ROOT / "tests" / "eval_driver.py"
@@ -204,7 +205,7 @@ def _published(method: str, protocol: str, *, repeats: int = 1, store: Path):
     cases = load_cases(OR_CASES)
     settings = EvalSettings(methods=[{"name": method, "protocols": [protocol]}], repeats=repeats, bootstrap=200,
                             task_runner="serial")
-    results, _ = play(cases, settings, RolesParams(), UnitStore(store), runner="serial")
+    results, _ = play(cases, settings, RolesParams(), UnitStore(store), domain=OPTIMIZATION_CONTEXT, runner="serial")
     return summarise([r.episode for r in results], [r.judge for r in results], {c.case_id: c for c in cases},
                      n_resamples=200, seed=0)[f"{protocol}::{method}"]
 
@@ -238,7 +239,8 @@ def test_the_same_units_on_a_dask_cluster_give_the_same_metrics(tmp_path, prefec
                             bootstrap=200, concurrency=2)
 
     def run(runner: str, store: str) -> dict:
-        results, stats = play(cases, settings, RolesParams(), UnitStore(tmp_path / store), runner=runner)
+        results, stats = play(cases, settings, RolesParams(), UnitStore(tmp_path / store), domain=OPTIMIZATION_CONTEXT,
+                              runner=runner)
         assert stats.played == len(results) == 4
         return summarise([r.episode for r in results], [r.judge for r in results], n_resamples=200)
 
@@ -260,8 +262,10 @@ def test_reference_rows_stay_apart_in_the_summary_the_metrics_and_the_report(tmp
     methods = [{"name": "freeqa", "protocols": ["open"]}, {"name": "oracle", "protocols": ["open"]},
                {"name": "floor", "method": "ready_now", "protocols": ["open"]}]
     settings = EvalSettings(methods=methods, repeats=1, bootstrap=100, task_runner="serial")
-    results, _ = play([case], settings, RolesParams(), UnitStore(tmp_path / "store"), runner="serial")
-    summary = write_outputs(tmp_path / "out", results, [case], settings, RolesParams(), source="test")
+    results, _ = play([case], settings, RolesParams(), UnitStore(tmp_path / "store"), domain=OPTIMIZATION_CONTEXT,
+                      runner="serial")
+    summary = write_outputs(tmp_path / "out", results, [case], settings, RolesParams(), domain=OPTIMIZATION_CONTEXT,
+                            source="test")
     assert json.loads((tmp_path / "out" / "summary.json").read_text()) == summary
     assert set(summary["rows"]) == {"open::freeqa"}
     reference = summary["reference_rows"]

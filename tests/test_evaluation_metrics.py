@@ -8,12 +8,12 @@ import time
 
 import pytest
 
-from tasks.clarifiers.base import MethodContext
+from tasks.clarifiers.base import OPTIMIZATION_CONTEXT, MethodContext
 from tasks.episodes.records import Episode, QuestionTurn, SilentAssumption, SlotScore, StoppingBehavior, TranscriptRow
 from tasks.evaluation import judge as J
 from tasks.evaluation import metrics as M
+from tasks.llm.records import RoleFailure
 from tasks.records import Case
-from tasks.roles.base import RoleFailure
 
 # ---- a small case of our own --------------------------------------------------------------------------------------
 
@@ -380,7 +380,7 @@ def test_role_failures_mark_the_run_judge_failed(bakery):
 def test_judge_input_markdown_shows_questions_hits_and_summary(bakery):
     e = episode("bakery", [(REFERENCE["H1"], 1, R)], ready_summary="Maximise profit.")
     [j] = _judge(bakery, e)
-    text = J.judge_input_markdown(bakery["bakery"], e, j)
+    text = J.judge_input_markdown(bakery["bakery"], e, j, domain=OPTIMIZATION_CONTEXT)
     assert "(turn 1) " + REFERENCE["H1"] in text and "graded yes at turn 1" in text
     assert "Maximise profit." in text and "oven_capacity (severity P1): graded no" in text
 
@@ -412,23 +412,23 @@ def test_session_judge_llm_backend_round_trips(tmp_path):
     from tasks.llm.client import LLMClient
     from tasks.llm.providers import ensure_registered
     from tasks.llm.providers.mock import MockScript, register
+    from tasks.llm.records import RoleConfig
     from tasks.roles.base import run_role
-    from tasks.roles.config import RoleConfig
     from tasks.roles.registry import get_spec
 
     spec = get_spec("or_session_judge")
     assert spec is J.SESSION_SPEC
     inp = spec.input_model.model_validate(SESSION_EXAMPLE)
-    [expected] = run_role(spec, [inp], RoleConfig())
+    [expected] = run_role(spec, [inp], RoleConfig(), domain=OPTIMIZATION_CONTEXT)
     assert expected.stopping_behavior.status == "premature_stop"
     assert expected.stopping_behavior.unresolved_p1_slots == ["H2"]
     assert [a.related_slot for a in expected.silent_assumptions] == ["H2"]
-    messages = spec.messages(inp)
+    messages = spec.messages(inp, OPTIMIZATION_CONTEXT)
     text = "\n".join(m["content"] for m in messages)
     assert '"silent_assumptions"' in text and SLOTS[1]["failure_modes"][0] in text and "READY_TO_MODEL (summary" in text
     ensure_registered()
     model = register(f"session-{time.time_ns()}", MockScript(outputs=[expected.model_dump_json()]))
-    [got] = run_role(spec, [inp], RoleConfig(backend="llm", model=model),
+    [got] = run_role(spec, [inp], RoleConfig(backend="llm", model=model), domain=OPTIMIZATION_CONTEXT,
                      client=LLMClient(CallCache(tmp_path / "calls.sqlite")))
     assert not isinstance(got, RoleFailure), got
     assert got == expected
@@ -440,7 +440,8 @@ def test_session_judge_llm_backend_round_trips(tmp_path):
 def test_report_has_every_row_and_every_roles_backend(runs):
     from tasks.clarifiers.base import reference_of
     from tasks.evaluation.report import LOCAL_NOTE, publish_report, report_markdown
-    from tasks.roles.config import ROLE_NAMES, RoleConfig, RolesParams, describe_roles
+    from tasks.llm.records import RoleConfig
+    from tasks.roles.config import ROLE_NAMES, RolesParams, describe_roles
 
     eps, judged, cases = runs
     extra = [e.model_copy(update={"method": name}) for name in ("interopt", "interopt_aligned", "oracle") for e in eps]

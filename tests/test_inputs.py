@@ -8,9 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from tasks.domains.swe import load_samples, parse_category_mapping
+from tasks.domains.swe import parse_category_mapping
 from tasks.errors import InputError
 from tasks.params import load_params
+from tasks.swe_samples import load_samples
 from tests.conftest import MINI, python, tiny_params, write_params
 
 GOOD = [json.loads(line) for line in MINI.read_text().splitlines()]
@@ -154,9 +155,9 @@ def test_swebench_source_reads_a_local_dataset_offline(tmp_path):
 
 def test_annotate_chunk_tags_raw_issues_with_the_local_annotator():
     from tasks.domains.swe import annotate_chunk, mask_issue
+    from tasks.llm.records import RoleConfig
     from tasks.params import SweConstructParams
     from tasks.records import IssueRecord
-    from tasks.roles.config import RoleConfig
 
     raw = [{k: v for k, v in row.items() if k not in ("spans", "present")} for row in GOOD]
     out = annotate_chunk(raw, RoleConfig().model_dump(mode="json"))
@@ -176,7 +177,7 @@ def test_annotate_chunk_records_llm_failures_instead_of_crashing():
     from tasks.domains.swe import annotate_chunk
     from tasks.llm.providers import ensure_registered
     from tasks.llm.providers.mock import MockScript, register
-    from tasks.roles.config import RoleConfig
+    from tasks.llm.records import RoleConfig
 
     ensure_registered()
     model = register(f"bad-annotator-{time.time_ns()}", MockScript(outputs=["not json"]))

@@ -12,12 +12,14 @@ import pytest
 from pydantic import ValidationError
 
 from tasks.clarifiers import interopt_roles as R
-from tasks.clarifiers.base import MethodContext, get_method, reference_of
+from tasks.clarifiers.base import OPTIMIZATION_CONTEXT, MethodContext, get_method, reference_of
+from tasks.clarifiers.gaps import OPTIMIZATION
 from tasks.clarifiers.ledger import GapUpdate, Ledger
 from tasks.episodes.records import USER_PREFIX, AgentView, TranscriptRow
 from tasks.errors import InputError
-from tasks.roles.base import RoleFailure, run_role
-from tasks.roles.config import RoleConfig, RolesParams
+from tasks.llm.records import RoleConfig, RoleFailure
+from tasks.roles.base import run_role
+from tasks.roles.config import RolesParams
 from tasks.roles.or_user import NEEDS_CONFIRMATION
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -235,18 +237,18 @@ def test_gap_search_output_rules():
 
 
 def test_local_gap_search_adds_inventory_gaps_three_at_a_time_without_repeats():
-    out = R.gap_search_local(R.GapSearchInput(brief=BRIEF))
+    out = R.gap_search_local(R.GapSearchInput(brief=BRIEF), OPTIMIZATION_CONTEXT)
     assert out.decision == "CONTINUE" and len(out.updates) == 3
     assert out.updates[0].category == "objective" and "Dry cider" in " ".join(u.description for u in out.updates)
     ledger = Ledger()
     seen = []
     for turn in range(1, 10):
-        out = R.gap_search_local(R.GapSearchInput(brief=BRIEF, ledger=list(ledger.rows)))
+        out = R.gap_search_local(R.GapSearchInput(brief=BRIEF, ledger=list(ledger.rows)), OPTIMIZATION_CONTEXT)
         if out.decision == "NO_NEW_GAP":
             break
         seen += ledger.apply(out.updates, turn).added
     assert out.decision == "NO_NEW_GAP" and out.updates == []
-    assert len(seen) == len(R.all_gaps(BRIEF)) >= 6 and ledger.duplicate_skipped_count == 0
+    assert len(seen) == len(R.all_gaps(OPTIMIZATION, BRIEF)) >= 6 and ledger.duplicate_skipped_count == 0
 
 
 # ---- choice InterOPT ----------------------------------------------------------------------------------------------
@@ -268,7 +270,7 @@ def test_choice_interopt_asks_bound_questions_by_priority_and_ends_ready():
     agent = new_agent()
     actions, _ = drive(agent, pick("A"))
     asks = [a for a in actions if a.kind == "ask"]
-    assert actions[-1].kind == "ready" and len(asks) == len(R.all_gaps(BRIEF))
+    assert actions[-1].kind == "ready" and len(asks) == len(R.all_gaps(OPTIMIZATION, BRIEF))
     assert "optimise" in asks[0].question and "Maximise the total profit" in asks[0].options.values()
     assert all(sorted(a.options) == ["A", "B", "C"] for a in asks)
     assert len({a.question for a in asks}) == len(asks)
@@ -358,7 +360,7 @@ def test_without_stage1_no_gap_search_runs_and_candidates_bind_to_none(tmp_path)
     agent = new_agent("interopt_wo_stage1", ctx=llm_ctx(tmp_path, or_gap_search=model))
     actions, _ = drive(agent, pick("B"))
     # every picked option settles its gap, so the transcript reading closes each gap after one question
-    assert actions[-1].kind == "ready" and len(actions) - 1 == len(R.all_gaps(BRIEF))
+    assert actions[-1].kind == "ready" and len(actions) - 1 == len(R.all_gaps(OPTIMIZATION, BRIEF))
     c = agent.counters()
     assert c["gap_search_calls"] == 0 and script.calls == 0
     assert c["ledger_final_size"] == 0 and c["ledger_unbound_turn_count"] == len(actions) - 1
@@ -396,7 +398,7 @@ def test_without_stage1_the_transcript_reading_reasks_and_skips_what_the_ledger_
     actions = {name: drive(new_agent(name), ABLATION_USER)[0] for name in ("interopt", "interopt_wo_stage1")}
     full, wo1 = asked(actions["interopt"]), asked(actions["interopt_wo_stage1"])
     # the ledger asks every gap once, whatever the reply
-    assert len(full) == len(set(full)) == len(R.all_gaps(BRIEF))
+    assert len(full) == len(set(full)) == len(R.all_gaps(OPTIMIZATION, BRIEF))
     assert sum("Apple juice that the request" in q for q in full) == 1
     # without it: the reply about Dry cider leaves Sweet cider open (asked again, narrower), and the Apple juice
     # limit stated in passing is never asked
@@ -407,16 +409,16 @@ def test_without_stage1_the_transcript_reading_reasks_and_skips_what_the_ledger_
     # and it is not the generic MC-D agent, which covers each gap category once and stops
     mc_d = asked(drive(get_method("mc_d").new_agent("cider_001", BRIEF, "mc_d", seed=0, ctx=MethodContext()),
                        ABLATION_USER)[0])
-    assert len(mc_d) == len({g.category for g in R.all_gaps(BRIEF)}) < len(wo1) and mc_d != wo1
+    assert len(mc_d) == len({g.category for g in R.all_gaps(OPTIMIZATION, BRIEF)}) < len(wo1) and mc_d != wo1
 
 
 def test_transcript_reading_lets_a_gap_go_after_two_unsettled_asks():
     agent = new_agent("interopt_wo_stage1")
     actions, _ = drive(agent, d_comment("I don't have that information."))
     questions = asked(actions)
-    assert actions[-1].kind == "ready" and len(questions) == 2 * len(R.all_gaps(BRIEF))
+    assert actions[-1].kind == "ready" and len(questions) == 2 * len(R.all_gaps(OPTIMIZATION, BRIEF))
     assert agent.counters()["gap_search_calls"] == 0
-    for gap in R.all_gaps(BRIEF):
+    for gap in R.all_gaps(OPTIMIZATION, BRIEF):
         assert questions.count(gap.question) == 1 and questions.count(R.narrow_question(gap, "mc_d")) == 1
 
 
@@ -424,7 +426,7 @@ def test_open_without_stage1_reasks_unconfirmed_points_that_interopt_asks_once()
     full = asked(drive(new_agent(protocol="open"), say(NEEDS_CONFIRMATION), protocol="open")[0])
     agent = new_agent("interopt_wo_stage1", protocol="open")
     wo1 = asked(drive(agent, say(NEEDS_CONFIRMATION), protocol="open")[0])
-    assert len(full) == len(R.all_gaps(BRIEF)) and len(wo1) == 2 * len(full)
+    assert len(full) == len(R.all_gaps(OPTIMIZATION, BRIEF)) and len(wo1) == 2 * len(full)
     assert sum(q.startswith("For now, may I assume") for q in wo1) == len(full)
     assert agent.counters()["gap_search_calls"] == 0
 
@@ -450,7 +452,7 @@ def test_without_stage2_asks_in_discovery_order_not_the_selectors_priority():
     # the direct question is the oldest OPEN gap: the ledger's order of discovery (the gap search's own order)
     rows = sorted(direct_agent.ledger.rows, key=lambda r: r.asked_turn)
     assert [r.gap_id for r in rows] == sorted(r.gap_id for r in rows)
-    assert direct == [R.template_for(r, BRIEF).question for r in rows]
+    assert direct == [R.template_for(OPTIMIZATION, r, BRIEF).question for r in rows]
     # the selector ranks rules above relations: it asks the third drink's limit before the first relation
     limit, relation = "rule on Apple juice", "Do Dry cider and Sweet cider"
     first = {name: next(i for i, q in enumerate(qs) if limit in q or relation in q)
@@ -525,7 +527,8 @@ def settles(reply, question="Is there any limit or rule on Product 2 that the re
     out = R.alignment_local(R.AlignmentInput(
         brief=PRODUCTS, gap_category=category, gap_description=description, question=question,
         options={"A": "Product 2 has an upper limit", "B": "Product 2 has a minimum requirement",
-                 "C": "No extra rule applies to Product 2"} if options is None else options, reply=reply))
+                 "C": "No extra rule applies to Product 2"} if options is None else options, reply=reply),
+        OPTIMIZATION_CONTEXT)
     return out.settled
 
 
@@ -570,7 +573,7 @@ def test_alignment_accepts_a_reply_about_the_whole_list_a_selection_question_nam
                                                              f"of them be chosen?",
         gap_description=f"How many of {listed} may or must be chosen is not stated.",
         options={"A": "Exactly one", "B": "At least two", "C": "Any number"},
-        reply=D + "We always press at least two different drinks from the list."))
+        reply=D + "We always press at least two different drinks from the list."), OPTIMIZATION_CONTEXT)
     assert out.settled
     # one about a single entity still has to name it
     assert not settles(D + "We always press at least two different drinks from the list.")
@@ -596,7 +599,7 @@ def test_aligned_mode_reasks_a_limit_answered_for_another_entity():
     actions, _ = drive(agent, ABLATION_USER)
     row = agent.ledger.find("Limits or rules on Sweet cider are not stated.")
     assert row.ask_count == 2 and agent.counters()["gap_reask_count"] == 1
-    assert len(asked(actions)) == len(R.all_gaps(BRIEF)) + 1
+    assert len(asked(actions)) == len(R.all_gaps(OPTIMIZATION, BRIEF)) + 1
 
 
 def test_aligned_mode_sends_a_premature_ready_back_once(tmp_path):
@@ -641,7 +644,7 @@ def test_open_interopt_asks_single_questions_once_each_and_stops_with_a_confiden
     actions, _ = drive(agent, say(NEEDS_CONFIRMATION), protocol="open")
     asks = [a.question for a in actions if a.kind == "ask"]
     assert actions[-1].kind == "ready" and 0.0 <= actions[-1].confidence < 0.5
-    assert len(set(asks)) == len(asks) == len(R.all_gaps(BRIEF))  # non-answers never make it loop
+    assert len(set(asks)) == len(asks) == len(R.all_gaps(OPTIMIZATION, BRIEF))  # non-answers never make it loop
     assert all(len(split_questions(q)) == 1 for q in asks) and not any(a.options for a in actions)
     assert "optimise" in asks[0]
     c = agent.counters()
@@ -677,7 +680,7 @@ def test_open_ablations_skip_their_stage(tmp_path):
     cand_model, cand_script = mock_model(raise_always=RuntimeError("no candidates without stage 2"))
     agent = new_agent("interopt_wo_stage2", protocol="open", ctx=llm_ctx(tmp_path, or_open_candidate_agent=cand_model))
     actions, _ = drive(agent, say("Nothing special there."), protocol="open")
-    guidance = R.open_gap_search_local(R.OpenGapSearchInput(brief=BRIEF))
+    guidance = R.open_gap_search_local(R.OpenGapSearchInput(brief=BRIEF), OPTIMIZATION_CONTEXT)
     assert actions[0].question == guidance.gaps[0].direct_question
     assert actions[-1].kind == "ready" and actions[-1].confidence is None
     assert agent.counters()["candidate_calls"] == 0 == cand_script.calls
@@ -689,8 +692,9 @@ def test_open_aligned_reasks_an_unsettled_high_risk_gap_narrowly():
     asks = [a.question for a in actions if a.kind == "ask"]
     assert asks[1].startswith("For now, may I assume that the goal is to")
     assert actions[-1].kind == "ready" and "Still needs confirmation" in actions[-1].summary
-    high = [g for g in R.all_gaps(BRIEF) if g.category in ("objective", "hard_soft_policy", "constraint_set")]
-    assert agent.counters()["gap_reask_count"] == len(high) and len(asks) == len(R.all_gaps(BRIEF)) + len(high)
+    gaps = R.all_gaps(OPTIMIZATION, BRIEF)
+    high = [g for g in gaps if g.category in ("objective", "hard_soft_policy", "constraint_set")]
+    assert agent.counters()["gap_reask_count"] == len(high) and len(asks) == len(gaps) + len(high)
 
 
 def test_open_cost_aware_stops_at_the_budget():
@@ -732,7 +736,8 @@ ROLE_EXAMPLES = {
                                                           {"turn": 1, "speaker": "user",
                                                            "content": "Business user response: Revenue."}]},
     "or_open_candidate_agent": {"brief": BRIEF, "transcript": [],
-                                "guidance": R.open_gap_search_local(R.OpenGapSearchInput(brief=BRIEF)).model_dump()},
+                                "guidance": R.open_gap_search_local(R.OpenGapSearchInput(brief=BRIEF),
+                                                                    OPTIMIZATION_CONTEXT).model_dump()},
 }
 
 
@@ -744,15 +749,15 @@ def test_each_role_round_trips_through_its_llm_backend(name, tmp_path):
 
     spec = get_spec(name)
     inp = spec.input_model.model_validate(ROLE_EXAMPLES[name])
-    [expected] = run_role(spec, [inp], RoleConfig())
-    messages = spec.messages(inp)
+    [expected] = run_role(spec, [inp], RoleConfig(), domain=OPTIMIZATION_CONTEXT)
+    messages = spec.messages(inp, OPTIMIZATION_CONTEXT)
     text = "\n".join(m["content"] for m in messages)
     assert '"properties"' in messages[0]["content"], "the system prompt carries the JSON schema"
     for value in inp.model_dump().values():  # every input field reaches the prompt
         for leaf in _leaves(value):
             assert leaf in text, (name, leaf)
     model, script = mock_model(outputs=[expected.model_dump_json()])
-    [got] = run_role(spec, [inp], RoleConfig(backend="llm", model=model),
+    [got] = run_role(spec, [inp], RoleConfig(backend="llm", model=model), domain=OPTIMIZATION_CONTEXT,
                      client=LLMClient(CallCache(tmp_path / "calls.sqlite")))
     assert not isinstance(got, RoleFailure), got
     assert got == expected and script.requests[-1] == messages
@@ -857,9 +862,10 @@ def test_local_gap_searches_skip_an_objective_the_transcript_settled_in_other_wo
     turns = [R.PublicTurn(turn=1, speaker="agent", content="QUESTION: What should this plan maximise or minimise?"),
              R.PublicTurn(turn=1, speaker="user", content=USER_PREFIX + "The largest monthly revenue.")]
     unsure = [turns[0], R.PublicTurn(turn=1, speaker="user", content=USER_PREFIX + NEEDS_CONFIRMATION)]
-    for search in (lambda t: [u.category for u in R.gap_search_local(R.GapSearchInput(brief=BRIEF,
-                                                                                      transcript=t)).updates],
+    for search in (lambda t: [u.category for u in R.gap_search_local(R.GapSearchInput(brief=BRIEF, transcript=t),
+                                                                     OPTIMIZATION_CONTEXT).updates],
                    lambda t: [g.category for g in R.open_gap_search_local(R.OpenGapSearchInput(brief=BRIEF,
-                                                                                            transcript=t)).gaps]):
+                                                                                            transcript=t),
+                                                                           OPTIMIZATION_CONTEXT).gaps]):
         assert search([])[0] == "objective" and search(unsure)[0] == "objective"
         assert "objective" not in search(turns)

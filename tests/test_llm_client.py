@@ -11,8 +11,7 @@ from pydantic import BaseModel
 from tasks.llm.cache import CallCache
 from tasks.llm.client import LLMCallFailed, LLMClient
 from tasks.llm.providers import ensure_registered
-from tasks.roles.base import RoleFailure
-from tasks.roles.config import RoleConfig
+from tasks.llm.records import RoleConfig, RoleFailure
 
 
 class Answer(BaseModel):

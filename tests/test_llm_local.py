@@ -6,8 +6,7 @@ import numpy as np
 import pytest
 
 from tasks.llm.embeddings import Embedder, model_dir
-from tasks.roles.base import RoleFailure
-from tasks.roles.config import RoleConfig
+from tasks.llm.records import RoleConfig, RoleFailure
 
 
 def test_embeddings_are_normalised_cached_and_semantic(tmp_path):

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
+from tasks.llm.records import RoleConfig
 from tasks.orclarify import UNIT_KINDS
 from tasks.orclarify.decompose import (
     SPEC,
@@ -18,7 +19,6 @@ from tasks.orclarify.decompose import (
     to_units,
 )
 from tasks.roles.base import run_role
-from tasks.roles.config import RoleConfig
 from tests.conftest import load_benchmark
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -208,7 +208,7 @@ def test_llm_backend_round_trip_with_a_scripted_model(tmp_path) -> None:
     from tasks.llm.cache import CallCache
     from tasks.llm.client import LLMClient
     from tasks.llm.providers import ensure_registered
-    from tasks.roles.base import RoleFailure
+    from tasks.llm.records import RoleFailure
 
     ensure_registered()
     from tasks.llm.providers.mock import MockScript, register

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
+from tasks.llm.records import RoleConfig
 from tasks.orclarify.annotate import (
     SPEC,
     SlotAnnotateInput,
@@ -18,7 +19,6 @@ from tasks.orclarify.annotate import (
 from tasks.orclarify.eligibility import eligibility, numbers
 from tasks.records import Unit
 from tasks.roles.base import run_role
-from tasks.roles.config import RoleConfig
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "data" / "or-clarify"

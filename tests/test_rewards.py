@@ -397,7 +397,7 @@ def test_llm_judge_failure_is_counted(tmp_path):
     from tasks.llm.client import LLMClient
     from tasks.llm.providers import ensure_registered
     from tasks.llm.providers.mock import MockScript, register
-    from tasks.roles.config import RoleConfig
+    from tasks.llm.records import RoleConfig
 
     ensure_registered()
 

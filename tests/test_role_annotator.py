@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from tasks.categories import Category
+from tasks.llm.records import RoleConfig
 from tasks.records import IssueRecord
 from tasks.roles import annotator
 from tasks.roles.annotator import (
@@ -21,7 +22,6 @@ from tasks.roles.annotator import (
     verbatim_spans,
 )
 from tasks.roles.base import run_role
-from tasks.roles.config import RoleConfig
 from tests.conftest import load_benchmark
 
 ROOT = Path(__file__).resolve().parents[1]

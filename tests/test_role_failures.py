@@ -104,7 +104,8 @@ def test_agent_failures_and_selector_fallbacks_are_counted_from_the_episodes():
 
     from flows.evaluate import backend_line
     from tasks.episodes.records import RoleUsage
-    from tasks.roles.config import RoleConfig, RolesParams
+    from tasks.llm.records import RoleConfig
+    from tasks.roles.config import RolesParams
     from tasks.roles.failures import (
         RoleFailureRateError,
         check_failure_rates,

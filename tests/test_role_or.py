@@ -8,12 +8,13 @@ from pathlib import Path
 
 import pytest
 
+from tasks.clarifiers.base import OPTIMIZATION_CONTEXT
 from tasks.domains.or_toml import read_case, read_cases
 from tasks.errors import InputError
+from tasks.llm.records import RoleConfig
 from tasks.roles import or_user as ou
 from tasks.roles import slot_hit as sh
 from tasks.roles.base import run_role
-from tasks.roles.config import RoleConfig
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "tests" / "data" / "or"
@@ -28,7 +29,7 @@ def case():
 
 @pytest.fixture(scope="module")
 def facts(case):
-    return ou.facts_from_case(case)
+    return ou.facts_from_case(case, OPTIMIZATION_CONTEXT.user_aspects)
 
 
 def rubric(case, slot_id: str) -> sh.SlotRubric:
@@ -225,14 +226,14 @@ def sample_inputs(case, facts):
 
 def test_prompts_render_with_the_schema(case, facts):
     for spec, inp in sample_inputs(case, facts).items():
-        system, user = spec.messages(inp)
+        system, user = spec.messages(inp, OPTIMIZATION_CONTEXT)
         assert system["role"] == "system" and user["role"] == "user"
         assert "JSON" in system["content"]
         schema = json.loads(system["content"][system["content"].index("{"):])
         assert schema == spec.output_model.model_json_schema()
         assert "rye" in user["content"].lower()
     system, _ = ou.CHOICE_SPEC.messages(
-        sample_inputs(case, facts)[ou.CHOICE_SPEC].model_copy(update={"allow_d": False}))
+        sample_inputs(case, facts)[ou.CHOICE_SPEC].model_copy(update={"allow_d": False}), OPTIMIZATION_CONTEXT)
     assert '"D"' not in system["content"].split("Reply with JSON")[0]
 
 

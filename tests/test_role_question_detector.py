@@ -6,8 +6,9 @@ import json
 
 import pytest
 
+from tasks.clarifiers.base import OPTIMIZATION_CONTEXT
+from tasks.llm.records import RoleConfig
 from tasks.roles.base import run_role
-from tasks.roles.config import RoleConfig
 from tasks.roles.question_detector import SPEC, DetectorInput, local
 
 
@@ -51,7 +52,7 @@ def test_atomic_questions_keep_the_agents_words():
 
 def test_prompt_renders_and_role_is_deterministic():
     inp = DetectorInput(turn="Is rye required daily?")
-    system, user = SPEC.messages(inp)
+    system, user = SPEC.messages(inp, OPTIMIZATION_CONTEXT)
     assert json.loads(system["content"][system["content"].index("{"):]) == SPEC.output_model.model_json_schema()
     assert "Is rye required daily?" in user["content"]
     first, second = run_role(SPEC, [inp, inp], RoleConfig())

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from tasks.categories import Category
+from tasks.llm.records import RoleConfig
 from tasks.roles.base import run_role
-from tasks.roles.config import RoleConfig
 from tasks.roles.question_classifier import SPEC as CLASSIFIER
 from tasks.roles.question_classifier import ClassifierInput, split_questions
 from tasks.roles.swe_judges import ANSWERABILITY_SPEC, REDUNDANCY_SPEC, AnswerabilityInput, RedundancyInput

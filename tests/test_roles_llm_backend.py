@@ -8,11 +8,13 @@ import time
 
 import pytest
 
+from tasks.clarifiers.base import OPTIMIZATION_CONTEXT
 from tasks.llm.cache import CallCache
 from tasks.llm.client import LLMClient
 from tasks.llm.providers import ensure_registered
-from tasks.roles.base import RoleFailure, run_role
-from tasks.roles.config import ROLE_NAMES, RoleConfig, RolesParams, describe_roles
+from tasks.llm.records import RoleConfig, RoleFailure
+from tasks.roles.base import run_role
+from tasks.roles.config import ROLE_NAMES, RolesParams, describe_roles
 from tasks.roles.registry import get_spec
 
 ISSUE = (
@@ -134,13 +136,13 @@ def test_llm_backend_round_trips_through_the_role_schema(name, replay_model, tmp
     model, answers, script = replay_model
     spec = get_spec(name)
     inp = spec.input_model.model_validate(example(name))
-    [expected] = run_role(spec, [inp], RoleConfig())
-    messages = spec.messages(inp)
+    [expected] = run_role(spec, [inp], RoleConfig(), domain=OPTIMIZATION_CONTEXT)
+    messages = spec.messages(inp, OPTIMIZATION_CONTEXT)
     assert [m["role"] for m in messages] == ["system", "user"]
     assert "{" in messages[0]["content"] + messages[1]["content"], "the prompt must carry the JSON schema"
     answers[messages[-1]["content"]] = expected.model_dump_json()
     client = LLMClient(CallCache(tmp_path / "calls.sqlite"))
-    [got] = run_role(spec, [inp], RoleConfig(backend="llm", model=model), client=client)
+    [got] = run_role(spec, [inp], RoleConfig(backend="llm", model=model), domain=OPTIMIZATION_CONTEXT, client=client)
     assert not isinstance(got, RoleFailure), got
     assert got == expected
     assert script.requests[-1] == messages
@@ -161,7 +163,7 @@ def test_a_role_with_a_broken_model_records_a_failure_per_input(tmp_path):
     spec = get_spec("question_detector")
     inputs = [spec.input_model(turn="What is the deadline?"), spec.input_model(turn="READY_TO_MODEL")]
     outs = run_role(spec, inputs, RoleConfig(backend="llm", model=model, max_regenerations=1),
-                    client=LLMClient(CallCache(tmp_path / "c.sqlite")))
+                    domain=OPTIMIZATION_CONTEXT, client=LLMClient(CallCache(tmp_path / "c.sqlite")))
     assert [type(o) for o in outs] == [RoleFailure, RoleFailure]
     assert all(o.kind == "invalid_output" and o.role == "question_detector" for o in outs)
 

@@ -105,17 +105,19 @@ def test_redact_removes_keys_tokens_and_auth_headers(monkeypatch):
 def test_a_provider_error_echoing_the_key_is_redacted_in_failures_and_logs(echo_server, tmp_path, caplog, capfd):
     import traceback
 
+    from tasks.clarifiers.base import OPTIMIZATION_CONTEXT
     from tasks.llm.cache import CallCache
     from tasks.llm.client import LLMCallFailed, LLMClient
-    from tasks.roles.base import RoleFailure, run_role
-    from tasks.roles.config import RoleConfig
+    from tasks.llm.records import RoleConfig, RoleFailure
+    from tasks.roles.base import run_role
     from tasks.roles.registry import get_spec
 
     caplog.set_level(logging.DEBUG)
     client = LLMClient(CallCache(tmp_path / "calls.sqlite"), backoff_s=0)
     cfg = RoleConfig(backend="llm", model="openai/gpt-fake", max_retries=0, timeout_s=20)
     spec = get_spec("question_detector")
-    (failure,) = run_role(spec, [spec.input_model(turn="QUESTION: What is the budget?")], cfg, client=client)
+    (failure,) = run_role(spec, [spec.input_model(turn="QUESTION: What is the budget?")], cfg,
+                          domain=OPTIMIZATION_CONTEXT, client=client)
     with pytest.raises(LLMCallFailed) as raised:
         client.complete(role="question_detector", cfg=cfg, messages=[{"role": "user", "content": "hi"}])
     log = logging.getLogger("LiteLLM")

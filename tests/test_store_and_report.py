@@ -155,7 +155,8 @@ def test_gate_summary_is_readable():
 
 
 def test_report_names_each_roles_backend_and_nested_backends():
-    from tasks.roles.config import RoleConfig, RolesParams, describe_roles
+    from tasks.llm.records import RoleConfig
+    from tasks.roles.config import RolesParams, describe_roles
 
     roles = RolesParams(slot_hit_judge=RoleConfig(backend="llm", model="openai/gpt-4o-mini", temperature=0.0))
     described = describe_roles(roles)

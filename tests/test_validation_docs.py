@@ -9,8 +9,9 @@ from urllib.parse import urlparse
 import pytest
 
 from tasks import store
-from tasks.domains.swe import load_samples, mask_issue
+from tasks.domains.swe import mask_issue
 from tasks.params import SweConstructParams
+from tasks.swe_samples import load_samples
 from tasks.validation import docs
 from tests.conftest import MINI
 

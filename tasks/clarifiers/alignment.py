@@ -26,7 +26,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from tasks.clarifiers.gaps import brief_facts
+from tasks.clarifiers.gaps import GapInventory
 
 NON_ANSWER = re.compile(
     r"still needs? (internal )?confirm|needs? (internal )?confirmation|(can't|cannot|can not) (give|say|tell)|"
@@ -77,8 +77,8 @@ def is_non_answer(text: str) -> bool:
 
 
 @lru_cache(maxsize=1024)
-def _entities(brief: str) -> tuple[str, ...]:
-    facts = brief_facts(brief)
+def _entities(inventory: GapInventory, brief: str) -> tuple[str, ...]:
+    facts = inventory.facts(brief)
     names = [*facts.entities, *(n for group in facts.groups for n in group)]
     seen: set[str] = set()
     return tuple(n for n in names if n.strip() and not (n.lower() in seen or seen.add(n.lower())))
@@ -103,14 +103,15 @@ def _without_names(text: str, names: tuple[str, ...]) -> str:
     return text
 
 
-def subjects(brief: str, text: str) -> set[str]:
-    """The brief's entities (lowercased) that ``text`` names."""
-    return _names_in(text, _entities(brief))
+def subjects(inventory: GapInventory, brief: str, text: str) -> set[str]:
+    """The brief's entities (lowercased, as ``inventory`` reads them) that ``text`` names."""
+    return _names_in(text, _entities(inventory, brief))
 
 
-def judge(*, brief: str, category: str, description: str, question: str, options: Mapping[str, str],
-          reply: str) -> Verdict:
-    """Whether ``reply`` settles the gap (``category``, ``description``) that ``question`` asked about."""
+def judge(*, inventory: GapInventory, brief: str, category: str, description: str, question: str,
+          options: Mapping[str, str], reply: str) -> Verdict:
+    """Whether ``reply`` settles the gap (``category``, ``description``) that ``question`` asked about (the brief's
+    entities as ``inventory`` reads them)."""
     letter, text = reply_text(reply)
     if letter is not None:
         if options and letter not in options:
@@ -120,8 +121,8 @@ def judge(*, brief: str, category: str, description: str, question: str, options
     if is_non_answer(text):
         return Verdict(settled=False, reason="non_answer",
                        rationale="The reply does not commit to an answer; the point still needs confirmation.")
-    asked = subjects(brief, f"{question} {description}")
-    named = subjects(brief, text)
+    asked = subjects(inventory, brief, f"{question} {description}")
+    named = subjects(inventory, brief, text)
     if asked and named and not named & asked:
         return Verdict(settled=False, reason="other_entity",
                        rationale=f"The reply is about {', '.join(sorted(named))}, not about "
@@ -132,7 +133,7 @@ def judge(*, brief: str, category: str, description: str, question: str, options
         return Verdict(settled=False, reason="no_subject",
                        rationale=f"The reply never names {', '.join(sorted(asked))}, the subject asked about.")
     cue = GOAL_CUE if category == "objective" else RULE_CUE
-    if not cue.search(_without_names(text, _entities(brief))):  # "Product 2" alone states no value
+    if not cue.search(_without_names(text, _entities(inventory, brief))):  # "Product 2" alone states no value
         what = "a goal" if category == "objective" else "a value, rule or choice"
         return Verdict(settled=False, reason="no_content", rationale=f"The reply states no {what} on the asked point.")
     return Verdict(settled=True, reason="states_answer", rationale="The reply states a definite answer on the asked "

@@ -3,7 +3,8 @@
 A :class:`Method` is configured once per evaluation and creates one fresh :class:`EpisodeAgent` per episode. The
 agent keeps its private state (a gap ledger, candidate history) between turns, sees only :class:`AgentView`s, and
 returns an :class:`AgentAction` per turn. All model calls go through roles (``ctx.run`` / ``ctx.run_one``), so
-each one is cached, retried, accounted and switchable between the local backend and any litellm model.
+each one is cached, retried, accounted and switchable between the local backend and any litellm model, and each
+is made in the context's domain (``MethodContext.domain``).
 """
 
 from __future__ import annotations
@@ -15,15 +16,22 @@ from typing import Protocol as TypingProtocol
 
 from pydantic import BaseModel
 
+from tasks.clarifiers.gaps import OPTIMIZATION
+from tasks.domains.api import OPTIMIZATION_HINTS, DomainContext
 from tasks.episodes.records import AgentAction, AgentView, Protocol
+from tasks.llm.records import RoleConfig, RoleFailure
 from tasks.records import MethodReference
-from tasks.roles.base import RoleFailure, RoleSpec, run_role
-from tasks.roles.config import RoleConfig, RolesParams
+from tasks.roles.base import RoleSpec, run_role
+from tasks.roles.config import RolesParams
+
+OPTIMIZATION_CONTEXT = DomainContext(name="optimization", hints=OPTIMIZATION_HINTS, gaps=OPTIMIZATION)
+"""The optimisation domain, OR-Clarify's own (``tasks.domains.domain_context("optimization")`` gives the same value):
+the domain of a MethodContext that is given none."""
 
 
 @dataclass
 class MethodContext:
-    """What a method may use: role settings, the LLM client, method options from params, and a seed."""
+    """What a method may use: role settings, the LLM client, method options from params, the domain, and a seed."""
 
     roles: RolesParams = field(default_factory=RolesParams)
     client: Any = None
@@ -31,6 +39,9 @@ class MethodContext:
     """This method's entry in ``params.yaml: evaluate.methods.<name>`` (minus the ``method`` key)."""
     sample: str | None = None
     """Set per episode by the loop: separates the cached calls of sampled (temperature > 0) roles across repeats."""
+    domain: DomainContext = OPTIMIZATION_CONTEXT
+    """The domain the evaluation plays in, handed down from where it starts: every role call renders its prompts in
+    the domain's framing, and the local agent backends ask from its gap inventory (``domain.gaps``)."""
 
     def role_config(self, name: str) -> RoleConfig:
         return self.roles.get(name)
@@ -39,7 +50,7 @@ class MethodContext:
         from tasks.llm.client import default_client
 
         cfg = self.role_config(spec.name)
-        return run_role(spec, inputs, cfg, client=self.client or default_client(),
+        return run_role(spec, inputs, cfg, domain=self.domain, client=self.client or default_client(),
                         sample=self.sample if cfg.temperature > 0 else None)
 
     def run_one(self, spec: RoleSpec, inp: BaseModel) -> Any | RoleFailure:

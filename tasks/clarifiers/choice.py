@@ -35,10 +35,12 @@ from tasks.clarifiers.freeqa import (
     role_failure_action,
     stalled,
 )
-from tasks.clarifiers.gaps import GapCandidate, all_gaps, open_gaps
+from tasks.clarifiers.gaps import GapCandidate, GapInventory, all_gaps, open_gaps
 from tasks.clarifiers.interopt_roles import narrow_question, parse_agent_turn
+from tasks.domains.api import DomainContext
 from tasks.episodes.records import AgentAction, AgentView, Protocol, TranscriptRow
-from tasks.roles.base import RoleFailure, RoleSpec
+from tasks.llm.records import RoleFailure
+from tasks.roles.base import RoleSpec
 
 OPTION_KEYS = ("A", "B", "C")
 OTHER_OPTION = re.compile(r"^\s*(other\b|none of (the|these)\b|something else\b|not sure\b|i'?d like to explain\b|"
@@ -83,7 +85,7 @@ def option_problem(options: dict[str, str]) -> str:
     return ""
 
 
-def d_follow_up(brief: str, transcript: list[TranscriptRow]) -> GapCandidate | None:
+def d_follow_up(inventory: GapInventory, brief: str, transcript: list[TranscriptRow]) -> GapCandidate | None:
     """MC-D: the inventory gap of the last question, reworded narrower, when the user's D comment left it unsettled
     (a follow-up is not followed up again: its wording is no inventory question)."""
     if len(transcript) < 2 or transcript[-2].speaker != "agent" or transcript[-1].speaker != "user":
@@ -92,17 +94,18 @@ def d_follow_up(brief: str, transcript: list[TranscriptRow]) -> GapCandidate | N
     if transcript[-1].structured.get("choice") != "D" and not alignment.D_REPLY.search(reply):
         return None
     question, options = parse_agent_turn(transcript[-2].content)
-    gap = next((g for g in all_gaps(brief) if g.question == question), None)
-    if gap is None or alignment.judge(brief=brief, category=gap.category, description=gap.description,
-                                      question=question, options=options, reply=reply).settled:
+    gap = next((g for g in all_gaps(inventory, brief) if g.question == question), None)
+    if gap is None or alignment.judge(inventory=inventory, brief=brief, category=gap.category,
+                                      description=gap.description, question=question, options=options,
+                                      reply=reply).settled:
         return None
     return gap.model_copy(update={"question": narrow_question(gap, "mc_d")})
 
 
-def choice_local(inp: ChoiceAgentInput) -> ChoiceAgentOutput:
-    gap, named = next_gap(inp.brief, inp.transcript, inp.private_feedback)
+def choice_local(inp: ChoiceAgentInput, domain: DomainContext) -> ChoiceAgentOutput:
+    gap, named = next_gap(domain.gaps, inp.brief, inp.transcript, inp.private_feedback)
     if inp.protocol == "mc_d" and not named and inp.turn < inp.max_turns and not stalled(inp.transcript):
-        gap = d_follow_up(inp.brief, list(inp.transcript)) or gap
+        gap = d_follow_up(domain.gaps, inp.brief, list(inp.transcript)) or gap
     if gap is None or inp.turn >= inp.max_turns or (stalled(inp.transcript) and not named):
         return ChoiceAgentOutput(action="ready_to_model", summary=ready_summary(inp.brief, inp.transcript))
     return ChoiceAgentOutput(action="question", question=gap.question, options=dict(gap.options),
@@ -110,7 +113,7 @@ def choice_local(inp: ChoiceAgentInput) -> ChoiceAgentOutput:
 
 
 SPEC = RoleSpec(name="or_choice_agent", input_model=ChoiceAgentInput, output_model=ChoiceAgentOutput,
-                local=choice_local)
+                local=choice_local, reads_domain=True)
 
 
 class ChoiceAgent(BaseAgent):
@@ -131,7 +134,8 @@ class ChoiceAgent(BaseAgent):
         raw = out.model_dump_json()
         if out.action == "ready_to_model":
             return AgentAction(kind="ready", summary=out.summary.strip(), raw=raw,
-                               events=[{"event": "ready", "open_gaps": len(open_gaps(view.brief, view.transcript))}])
+                               events=[{"event": "ready", "open_gaps": len(open_gaps(self.ctx.domain.gaps, view.brief,
+                                                                                     view.transcript))}])
         question = clean_question(out.question)
         problem = option_problem(out.options)
         if problem:
@@ -141,7 +145,8 @@ class ChoiceAgent(BaseAgent):
                                events=[{"event": "format_invalid", "problem": problem}])
         options = {k: out.options[k].strip() for k in OPTION_KEYS}
         return AgentAction(kind="ask", question=question, options=options, raw=raw,
-                           events=[{"event": "question", "gap_key": gap_key_of(view.brief, question),
+                           events=[{"event": "question", "gap_key": gap_key_of(self.ctx.domain.gaps, view.brief,
+                                                                                 question),
                                     "allow_other": out.allow_other,
                                     "feedback_used": bool(view.private_feedback)}])
 

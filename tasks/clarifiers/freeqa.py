@@ -20,10 +20,12 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from tasks.clarifiers.base import BaseAgent, MethodContext
-from tasks.clarifiers.gaps import GapCandidate, all_gaps, asked_keys, open_gaps
+from tasks.clarifiers.gaps import GapCandidate, GapInventory, all_gaps, asked_keys, open_gaps
+from tasks.domains.api import DomainContext
 from tasks.episodes.records import USER_PREFIX, AgentAction, AgentView, Protocol, TranscriptRow
 from tasks.errors import InputError
-from tasks.roles.base import RoleFailure, RoleSpec
+from tasks.llm.records import RoleFailure
+from tasks.roles.base import RoleSpec
 
 NON_ANSWER_PATIENCE = 3
 """Consecutive non-answers after which the local agents stop asking."""
@@ -148,7 +150,7 @@ def named_gap(feedback: Sequence[str], gaps: Sequence[GapCandidate]) -> GapCandi
     return None
 
 
-def next_gap(brief: str, transcript: Sequence[TranscriptRow],
+def next_gap(inventory: GapInventory, brief: str, transcript: Sequence[TranscriptRow],
              feedback: Sequence[str] = ()) -> tuple[GapCandidate | None, bool]:
     """What a generic local agent asks next, and whether a reviewer's feedback named it.
 
@@ -156,7 +158,7 @@ def next_gap(brief: str, transcript: Sequence[TranscriptRow],
     generic agent covers each kind of gap once and then stops (no ledger keeps the rest in view), which is where
     it stops early compared with a method that tracks every gap.
     """
-    gaps = all_gaps(brief)
+    gaps = all_gaps(inventory, brief)
     done = asked_keys(transcript, gaps)
     remaining = [g for g in gaps if g.key not in done]
     named = named_gap(feedback, remaining)
@@ -166,9 +168,9 @@ def next_gap(brief: str, transcript: Sequence[TranscriptRow],
     return next((g for g in remaining if g.category not in covered), None), False
 
 
-def gap_key_of(brief: str, question: str) -> str | None:
+def gap_key_of(inventory: GapInventory, brief: str, question: str) -> str | None:
     """The inventory gap a question asks (for the event log); None for questions the inventory does not hold."""
-    return next((g.key for g in all_gaps(brief) if g.question == question), None)
+    return next((g.key for g in all_gaps(inventory, brief) if g.question == question), None)
 
 
 def role_failure_action(spec: RoleSpec, failure: RoleFailure) -> AgentAction:
@@ -222,14 +224,15 @@ class GenericAgentOutput(BaseModel):
         return self
 
 
-def generic_local(inp: AgentInput) -> GenericAgentOutput:
-    gap, named = next_gap(inp.brief, inp.transcript, inp.private_feedback)
+def generic_local(inp: AgentInput, domain: DomainContext) -> GenericAgentOutput:
+    gap, named = next_gap(domain.gaps, inp.brief, inp.transcript, inp.private_feedback)
     if gap is None or inp.turn >= inp.max_turns or (stalled(inp.transcript) and not named):
         return GenericAgentOutput(action="ready_to_model", summary=ready_summary(inp.brief, inp.transcript))
     return GenericAgentOutput(action="question", question=gap.question)
 
 
-SPEC = RoleSpec(name="or_generic_agent", input_model=AgentInput, output_model=GenericAgentOutput, local=generic_local)
+SPEC = RoleSpec(name="or_generic_agent", input_model=AgentInput, output_model=GenericAgentOutput, local=generic_local,
+                reads_domain=True)
 
 
 # ---- the method ---------------------------------------------------------------------------------------------------
@@ -250,10 +253,12 @@ class FreeQAAgent(BaseAgent):
             return role_failure_action(SPEC, out)
         if out.action == "ready_to_model":
             return AgentAction(kind="ready", summary=out.summary.strip(), raw=out.model_dump_json(),
-                               events=[{"event": "ready", "open_gaps": len(open_gaps(view.brief, view.transcript))}])
+                               events=[{"event": "ready", "open_gaps": len(open_gaps(self.ctx.domain.gaps, view.brief,
+                                                                                     view.transcript))}])
         question = clean_question(out.question)
         return AgentAction(kind="ask", question=question, raw=out.model_dump_json(),
-                           events=[{"event": "question", "gap_key": gap_key_of(view.brief, question)}])
+                           events=[{"event": "question",
+                                    "gap_key": gap_key_of(self.ctx.domain.gaps, view.brief, question)}])
 
 
 @dataclass

@@ -13,19 +13,16 @@ with the word the brief puts before it ("food II"). Items listed together form a
 pair items of one group.
 
 The inventory is a domain hook (``Domain.gap_inventory``, see ``tasks/domains/api.py``): a :class:`GapInventory`
-turns a brief into gaps and :class:`BriefFacts`. The optimisation inventory (:data:`OPTIMIZATION`, this module) is
-the default. The episode loop activates the inventory of the case's domain (:func:`using`) for the length of an
-episode, and :func:`all_gaps` / :func:`brief_facts` / :func:`interview` answer from the active one, so every
-local agent backend asks the questions of the domain it is playing in.
+turns a brief into gaps and :class:`BriefFacts`. The optimisation inventory is :data:`OPTIMIZATION` (this module).
+An evaluation hands its domain's inventory down (``DomainContext.gaps``, in ``MethodContext.domain``), and every
+local agent backend asks from the inventory it is given, so it asks the questions of the domain it is playing in.
 """
 
 from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
-from contextvars import ContextVar
+from collections.abc import Sequence
 from functools import lru_cache
 from typing import Protocol
 
@@ -499,39 +496,11 @@ class OptimizationInventory:
 
 
 OPTIMIZATION = OptimizationInventory()
-_ACTIVE: ContextVar[GapInventory | None] = ContextVar("clarifyflow_gap_inventory", default=None)
 
 
-@contextmanager
-def using(inventory: GapInventory | None) -> Iterator[GapInventory]:
-    """Make ``inventory`` (None: the default) the active one in this context, e.g. for one episode."""
-    token = _ACTIVE.set(inventory)
-    try:
-        yield active()
-    finally:
-        _ACTIVE.reset(token)
-
-
-def active() -> GapInventory:
-    """The inventory of the episode being played (the optimisation inventory outside an episode)."""
-    return _ACTIVE.get() or OPTIMIZATION
-
-
-def all_gaps(brief: str) -> list[GapCandidate]:
+def all_gaps(inventory: GapInventory, brief: str) -> list[GapCandidate]:
     """Every gap the brief leaves open, most important first (a fresh list; the gaps are frozen records)."""
-    return list(active().gaps(brief))
-
-
-def brief_facts(brief: str) -> BriefFacts:
-    return active().facts(brief)
-
-
-def interview(brief: str) -> list[str] | None:
-    return active().interview(brief)
-
-
-def goal_sentence(brief: str) -> str:
-    return active().goal(brief)
+    return list(inventory.gaps(brief))
 
 
 def asked_keys(transcript: Sequence[TranscriptRow], gaps: Sequence[GapCandidate]) -> set[str]:
@@ -540,8 +509,8 @@ def asked_keys(transcript: Sequence[TranscriptRow], gaps: Sequence[GapCandidate]
     return {g.key for g in gaps if g.question in asked}
 
 
-def open_gaps(brief: str, transcript: Sequence[TranscriptRow] = ()) -> list[GapCandidate]:
+def open_gaps(inventory: GapInventory, brief: str, transcript: Sequence[TranscriptRow] = ()) -> list[GapCandidate]:
     """The gaps not yet asked about, most important first."""
-    gaps = all_gaps(brief)
+    gaps = all_gaps(inventory, brief)
     done = asked_keys(transcript, gaps)
     return [g for g in gaps if g.key not in done]

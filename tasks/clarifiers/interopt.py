@@ -76,7 +76,7 @@ from tasks.clarifiers.base import BaseAgent, MethodContext
 from tasks.clarifiers.ledger import GapRow, Ledger
 from tasks.episodes.records import AgentAction, AgentView, Protocol, public_turns
 from tasks.errors import InputError
-from tasks.roles.base import RoleFailure
+from tasks.llm.records import RoleFailure
 
 DEFAULT_RISK = {"objective": 3.0, "hard_soft_policy": 2.0, "constraint_set": 2.0, "feasible_rule": 2.0,
                 "decision_scope": 1.0, "time_boundary": 1.0, "entity_relation": 1.0}
@@ -269,7 +269,7 @@ class ChoiceInterOptAgent(_Agent):
                                    "open_risks": {r.gap_id: self.opts.risk(r.category)
                                                   for r in self.ledger.open_rows()}}
             unresolved = [r.description for r in self.ledger.open_rows()]
-            return self._ready(R.compose_summary(self.brief, transcript, unresolved), event)
+            return self._ready(R.compose_summary(self.ctx.domain.gaps, self.brief, transcript, unresolved), event)
         return self._stage2(view, transcript, event)
 
     def _stage2(self, view: AgentView, transcript: list[R.PublicTurn], event: dict) -> AgentAction:
@@ -357,8 +357,8 @@ class ChoiceInterOptAgent(_Agent):
         event["agent_attempts"] = attempts
         if self.opts.cost_aware and self.questions_asked >= self.opts.question_budget:
             self.bump("cost_aware_stops")
-            return self._ready(R.compose_summary(self.brief, transcript, [r.description for r in
-                                                                           self.ledger.open_rows()]), event)
+            unresolved = [r.description for r in self.ledger.open_rows()]
+            return self._ready(R.compose_summary(self.ctx.domain.gaps, self.brief, transcript, unresolved), event)
         feedback, out = "", None
         for attempt in range(1, self.opts.format_attempts + 1):
             self.bump("direct_question_calls")
@@ -464,7 +464,7 @@ class OpenInterOptAgent(_Agent):
                 and self.opts.risk(a.gap.category) >= self.opts.high_risk]
 
     def _reask_gap(self, record: _Asked) -> R.OpenGap:
-        inventory = {g.key: g for g in R.all_gaps(self.brief)}
+        inventory = {g.key: g for g in R.all_gaps(self.ctx.domain.gaps, self.brief)}
         base = inventory.get(record.gap.gap_id)
         question = (R.narrow_question(base, "open") if base is not None else
                     f"Even if it is not final, what is your current practice on this point: "
@@ -537,12 +537,13 @@ class OpenInterOptAgent(_Agent):
             self.bump("cost_aware_stops")
             event["cost_aware"] = stop
             remaining = [g.description for g in guidance.gaps] if guidance is not None else []
-            return self._ready(R.compose_summary(self.brief, transcript, remaining),
+            return self._ready(R.compose_summary(self.ctx.domain.gaps, self.brief, transcript, remaining),
                                R.open_confidence(transcript, len(remaining)), guidance, event)
         if not self.opts.stage2:
             assert guidance is not None
             if guidance.ready_to_model or not guidance.gaps:
-                return self._ready(R.compose_summary(self.brief, transcript, []), None, guidance, event)
+                return self._ready(R.compose_summary(self.ctx.domain.gaps, self.brief, transcript, []), None, guidance,
+                                   event)
             return self._ask(guidance.gaps[0].direct_question, guidance, event)
         return self._stage2(transcript, guidance, event)
 

@@ -30,8 +30,9 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from tasks.clarifiers import alignment
 from tasks.clarifiers.alignment import CHOICE_PICK, D_REPLY, USER_PREFIX_RE, is_non_answer
-from tasks.clarifiers.gaps import GapCandidate, active, all_gaps, brief_facts, goal_sentence
+from tasks.clarifiers.gaps import GapCandidate, GapInventory, all_gaps
 from tasks.clarifiers.ledger import MAX_NEW_PER_TURN, GapRow, GapUpdate, normalise
+from tasks.domains.api import DomainContext
 from tasks.episodes.records import PublicTurn
 from tasks.roles.base import RoleSpec
 
@@ -151,10 +152,10 @@ def _sentence_core(description: str) -> str:
     return core[:1].lower() + core[1:] if core else core
 
 
-def template_for(row: GapRow, brief: str) -> GapCandidate:
+def template_for(inventory: GapInventory, row: GapRow, brief: str) -> GapCandidate:
     """The inventory gap with this description, else a per-category question about the description."""
-    inventory = {normalise(g.description): g for g in all_gaps(brief)}
-    found = inventory.get(normalise(row.description))
+    by_description = {normalise(g.description): g for g in all_gaps(inventory, brief)}
+    found = by_description.get(normalise(row.description))
     if found is not None:
         return found
     question = (f"Which goal should the plan optimise, given that {_sentence_core(row.description)}?"
@@ -213,13 +214,10 @@ class ClarificationState(BaseModel):
     unresolved_business_assumptions: list[str] = Field(min_length=1)
 
 
-def _objective_sentence(brief: str) -> str:
-    return goal_sentence(brief)
-
-
-def build_state(brief: str, transcript: Sequence[PublicTurn], unresolved: Sequence[str]) -> ClarificationState:
-    facts = brief_facts(brief)
-    goal = _objective_sentence(brief)
+def build_state(inventory: GapInventory, brief: str, transcript: Sequence[PublicTurn],
+                unresolved: Sequence[str]) -> ClarificationState:
+    facts = inventory.facts(brief)
+    goal = inventory.goal(brief)
     scope: list[str] = []
     rules: list[str] = []
     pending: list[str] = []
@@ -238,7 +236,7 @@ def build_state(brief: str, transcript: Sequence[PublicTurn], unresolved: Sequen
     known = ([f"Entities named in the request: {', '.join(facts.entities)}"] if facts.entities else [])
     known += [f"Time unit: {facts.time_unit}"] if facts.time_unit else []
     return ClarificationState(
-        confirmed_business_goal=goal or f"Not confirmed yet: {active().goal_placeholder}",
+        confirmed_business_goal=goal or f"Not confirmed yet: {inventory.goal_placeholder}",
         confirmed_decision_scope=scope or ["Not confirmed yet: the exact decisions and their units"],
         confirmed_constraints_and_rules=rules or ["Not confirmed yet: rules beyond those stated in the request"],
         known_inputs_entities_and_indices=known or ["Not confirmed yet: the entities and indices of the model"],
@@ -246,9 +244,10 @@ def build_state(brief: str, transcript: Sequence[PublicTurn], unresolved: Sequen
     )
 
 
-def compose_summary(brief: str, transcript: Sequence[PublicTurn], unresolved: Sequence[str]) -> str:
+def compose_summary(inventory: GapInventory, brief: str, transcript: Sequence[PublicTurn],
+                    unresolved: Sequence[str]) -> str:
     """A model-ready summary that lists what the interview confirmed and flags what still needs confirmation."""
-    state = build_state(brief, transcript, unresolved)
+    state = build_state(inventory, brief, transcript, unresolved)
     lines = [f"Goal: {state.confirmed_business_goal}"]
     lines += [f"Confirmed: {line}" for line in state.confirmed_decision_scope + state.confirmed_constraints_and_rules
               if not line.startswith("Not confirmed")]
@@ -292,11 +291,12 @@ def settled_by_transcript(gap: GapCandidate, transcript: Sequence[PublicTurn], a
                                                for qa in qa_pairs(transcript))
 
 
-def inventory_new_gaps(brief: str, transcript: Sequence[PublicTurn], ledger: Sequence[GapRow]) -> list[GapCandidate]:
+def inventory_new_gaps(inventory: GapInventory, brief: str, transcript: Sequence[PublicTurn],
+                       ledger: Sequence[GapRow]) -> list[GapCandidate]:
     """Inventory gaps not yet in the ledger (by description) and not settled by the transcript."""
     known = {normalise(r.description) for r in ledger}
     asked = asked_texts(transcript)
-    return [g for g in all_gaps(brief)
+    return [g for g in all_gaps(inventory, brief)
             if normalise(g.description) not in known and not settled_by_transcript(g, transcript, asked)]
 
 
@@ -315,25 +315,26 @@ class TranscriptGap(BaseModel):
     """How often its question (or a narrower variant) was asked without a reply that settled it."""
 
 
-def _reply_settles(gap: GapCandidate, qa: QA, brief: str, question: str) -> bool:
-    return alignment.judge(brief=brief, category=gap.category, description=gap.description, question=question,
-                           options=qa.options if question == qa.question else {}, reply=qa.reply).settled
+def _reply_settles(inventory: GapInventory, gap: GapCandidate, qa: QA, brief: str, question: str) -> bool:
+    return alignment.judge(inventory=inventory, brief=brief, category=gap.category, description=gap.description,
+                           question=question, options=qa.options if question == qa.question else {},
+                           reply=qa.reply).settled
 
 
-def _settled_in_passing(gap: GapCandidate, qa: QA, brief: str) -> bool:
+def _settled_in_passing(inventory: GapInventory, gap: GapCandidate, qa: QA, brief: str) -> bool:
     """A free-text reply to another question that states a rule of this gap's kind for this gap's subject."""
     if qa.choice in ("A", "B", "C") or qa.non_answer:
         return False
-    subject = alignment.subjects(brief, f"{gap.question} {gap.description}")
-    if not subject or not subject & alignment.subjects(brief, qa.answer):
+    subject = alignment.subjects(inventory, brief, f"{gap.question} {gap.description}")
+    if not subject or not subject & alignment.subjects(inventory, brief, qa.answer):
         return False
     kind = guess_category(qa.answer)
     if RULE_FAMILY.get(kind, kind) != RULE_FAMILY.get(gap.category, gap.category):
         return False
-    return _reply_settles(gap, qa, brief, gap.question)
+    return _reply_settles(inventory, gap, qa, brief, gap.question)
 
 
-def transcript_open_gaps(brief: str, transcript: Sequence[PublicTurn]) -> list[TranscriptGap]:
+def transcript_open_gaps(inventory: GapInventory, brief: str, transcript: Sequence[PublicTurn]) -> list[TranscriptGap]:
     """What an agent without a ledger (InterOPT without Stage 1) infers is still open, from the brief and the public
     transcript alone: an inventory gap stays open until a reply to its question settles it (the alignment judgement,
     ``alignment.py``), so an unsettled one is asked again, narrower, up to :data:`MAX_TRANSCRIPT_ASKS` times; and a
@@ -341,20 +342,20 @@ def transcript_open_gaps(brief: str, transcript: Sequence[PublicTurn]) -> list[T
     ledger, by contrast, marks a gap ASKED whatever the reply and never revisits it."""
     pairs = qa_pairs(transcript)
     out: list[TranscriptGap] = []
-    for gap in all_gaps(brief):
+    for gap in all_gaps(inventory, brief):
         variants = [normalise(v) for v in gap_question_variants(gap)]
         own = [qa for qa in pairs if any(v in normalise(qa.question) for v in variants)
                or (gap.category == "objective" and guess_category(qa.question) == "objective")]
-        if any(_reply_settles(gap, qa, brief, qa.question) for qa in own) or len(own) >= MAX_TRANSCRIPT_ASKS:
+        if any(_reply_settles(inventory, gap, qa, brief, qa.question) for qa in own) or len(own) >= MAX_TRANSCRIPT_ASKS:
             continue
-        if any(_settled_in_passing(gap, qa, brief) for qa in pairs if qa not in own):
+        if any(_settled_in_passing(inventory, gap, qa, brief) for qa in pairs if qa not in own):
             continue
         out.append(TranscriptGap(gap=gap, asks=len(own)))
     return out
 
 
-def gap_search_local(inp: GapSearchInput) -> GapSearchOutput:
-    new = inventory_new_gaps(inp.brief, inp.transcript, inp.ledger)[:MAX_NEW_PER_TURN]
+def gap_search_local(inp: GapSearchInput, domain: DomainContext) -> GapSearchOutput:
+    new = inventory_new_gaps(domain.gaps, inp.brief, inp.transcript, inp.ledger)[:MAX_NEW_PER_TURN]
     if not new:
         return GapSearchOutput(decision="NO_NEW_GAP", search_summary="Every gap the request leaves open is already "
                                                                      "in the ledger.")
@@ -367,7 +368,7 @@ def gap_search_local(inp: GapSearchInput) -> GapSearchOutput:
 
 
 GAP_SEARCH_SPEC = RoleSpec(name="or_gap_search", input_model=GapSearchInput, output_model=GapSearchOutput,
-                           local=gap_search_local)
+                           local=gap_search_local, reads_domain=True)
 
 
 # ---- Stage 2 (choice): candidate states and questions ------------------------------------------------------------
@@ -434,40 +435,40 @@ def _ranked(rows: Sequence[GapRow]) -> list[GapRow]:
     return sorted(rows, key=lambda r: (category_rank(r.category), r.gap_id))
 
 
-def _choice_question(row: GapRow, brief: str, frontier_id: str) -> CandidateQuestion:
-    gap = template_for(row, brief)
+def _choice_question(inventory: GapInventory, row: GapRow, brief: str, frontier_id: str) -> CandidateQuestion:
+    gap = template_for(inventory, row, brief)
     question = narrow_question(gap, "mc_d") if row.ask_count else gap.question
     return CandidateQuestion(question=question, options=gap.options, frontier_gap_id=frontier_id)
 
 
-def unguided_gaps(brief: str, transcript: Sequence[PublicTurn]) -> list[GapCandidate]:
+def unguided_gaps(inventory: GapInventory, brief: str, transcript: Sequence[PublicTurn]) -> list[GapCandidate]:
     """What an agent without gap guidance still has in view: nothing keeps a list of gaps for it, so (as the local
     generic agents do) it covers each gap category once, with the highest-priority unasked gap of a category it has
     not asked about yet."""
     asked = asked_texts(transcript)
-    gaps = all_gaps(brief)
+    gaps = all_gaps(inventory, brief)
     done = {g.key for g in gaps if any(normalise(v) in asked for v in gap_question_variants(g))}
     covered = {g.category for g in gaps if g.key in done}
     return [g for g in gaps if g.key not in done and g.category not in covered]
 
 
-def _free_rows(brief: str, transcript: Sequence[PublicTurn], ledger: bool) -> list[GapRow]:
+def _free_rows(inventory: GapInventory, brief: str, transcript: Sequence[PublicTurn], ledger: bool) -> list[GapRow]:
     """Without open ledger gaps: the agent's own view of what is still open. With a ledger whose gaps were all asked,
     the free reading of a generic agent (one gap per category); without a ledger, the transcript reading."""
     if ledger:
-        found = [(g, 0) for g in unguided_gaps(brief, transcript)]
+        found = [(g, 0) for g in unguided_gaps(inventory, brief, transcript)]
     else:
-        found = [(t.gap, t.asks) for t in transcript_open_gaps(brief, transcript)]
+        found = [(t.gap, t.asks) for t in transcript_open_gaps(inventory, brief, transcript)]
     return [GapRow(gap_id="NONE", category=g.category, description=g.description, evidence_quote=g.evidence_quote,
                    created_turn=1, updated_turn=1, ask_count=asks) for g, asks in found]
 
 
-def candidate_local(inp: CandidateInput) -> CandidateOutput:
-    rows = _ranked(inp.open_gaps or _free_rows(inp.brief, inp.transcript, inp.ledger))
+def candidate_local(inp: CandidateInput, domain: DomainContext) -> CandidateOutput:
+    rows = _ranked(inp.open_gaps or _free_rows(domain.gaps, inp.brief, inp.transcript, inp.ledger))
     unresolved = [r.description for r in rows]
-    state = build_state(inp.brief, inp.transcript, unresolved)
+    state = build_state(domain.gaps, inp.brief, inp.transcript, unresolved)
     if not rows:
-        summary = compose_summary(inp.brief, inp.transcript, [])
+        summary = compose_summary(domain.gaps, inp.brief, inp.transcript, [])
         return CandidateOutput(decision="READY", C1=state, C2=state, C3=state,
                                evidence="No open gap remains in the ledger or the request.", summary=summary)
     top = rows[:3]
@@ -476,7 +477,7 @@ def candidate_local(inp: CandidateInput) -> CandidateOutput:
     questions = []
     for row in top:
         frontier = row.gap_id if inp.open_gaps else "NONE"
-        questions.append(_choice_question(row, inp.brief, frontier))
+        questions.append(_choice_question(domain.gaps, row, inp.brief, frontier))
     states = [state.model_copy(update={"unresolved_business_assumptions": [r.description] + [
         u for u in unresolved if u != r.description]}) for r in top]
     evidence = "Open: " + "; ".join(f"{r.gap_id} ({r.category}) {r.description}" for r in rows[:5])
@@ -485,7 +486,7 @@ def candidate_local(inp: CandidateInput) -> CandidateOutput:
 
 
 CANDIDATE_SPEC = RoleSpec(name="or_candidate_agent", input_model=CandidateInput, output_model=CandidateOutput,
-                          local=candidate_local)
+                          local=candidate_local, reads_domain=True)
 
 
 # ---- selector ----------------------------------------------------------------------------------------------------
@@ -583,8 +584,8 @@ class DirectOutput(BaseModel):
         return self
 
 
-def direct_local(inp: DirectInput) -> DirectOutput:
-    new = inventory_new_gaps(inp.brief, inp.transcript, inp.ledger)[:MAX_NEW_PER_TURN]
+def direct_local(inp: DirectInput, domain: DomainContext) -> DirectOutput:
+    new = inventory_new_gaps(domain.gaps, inp.brief, inp.transcript, inp.ledger)[:MAX_NEW_PER_TURN]
     updates = [GapUpdate(category=g.category, description=g.description, evidence_quote=g.evidence_quote) for g in new]
     pool = [(r.gap_id, r) for r in inp.ledger if r.status == "OPEN"]
     pool += [(f"N{i}", GapRow(gap_id=f"N{i}", category=u.category, description=u.description,
@@ -593,15 +594,15 @@ def direct_local(inp: DirectInput) -> DirectOutput:
     summary = f"{len(updates)} new gap(s)" + (": " + "; ".join(u.description for u in updates) if updates else "")
     if not pool:
         return DirectOutput(decision="READY", search_summary=summary,
-                            summary=compose_summary(inp.brief, inp.transcript, []))
+                            summary=compose_summary(domain.gaps, inp.brief, inp.transcript, []))
     ref, row = pool[0]  # no candidates, no selector: the oldest OPEN gap, in the ledger's order of discovery
-    q = _choice_question(row, inp.brief, ref)
+    q = _choice_question(domain.gaps, row, inp.brief, ref)
     return DirectOutput(decision="ASK", search_summary=summary, updates=updates, selected_gap_ref=ref,
                         question=q.question, options=q.options)
 
 
 DIRECT_SPEC = RoleSpec(name="or_direct_question", input_model=DirectInput, output_model=DirectOutput,
-                       local=direct_local)
+                       local=direct_local, reads_domain=True)
 
 
 # ---- answer-gap alignment (our aligned mode) -----------------------------------------------------------------------
@@ -625,14 +626,15 @@ class AlignmentOutput(BaseModel):
     rationale: str
 
 
-def alignment_local(inp: AlignmentInput) -> AlignmentOutput:
-    verdict = alignment.judge(brief=inp.brief, category=inp.gap_category, description=inp.gap_description,
-                              question=inp.question, options=inp.options, reply=inp.reply)
+def alignment_local(inp: AlignmentInput, domain: DomainContext) -> AlignmentOutput:
+    verdict = alignment.judge(inventory=domain.gaps, brief=inp.brief, category=inp.gap_category,
+                              description=inp.gap_description, question=inp.question, options=inp.options,
+                              reply=inp.reply)
     return AlignmentOutput(settled=verdict.settled, rationale=verdict.rationale)
 
 
 ALIGNMENT_SPEC = RoleSpec(name="or_gap_alignment", input_model=AlignmentInput, output_model=AlignmentOutput,
-                          local=alignment_local)
+                          local=alignment_local, reads_domain=True)
 
 
 # ---- Open: Stage 1 gap search ------------------------------------------------------------------------------------
@@ -681,11 +683,11 @@ WHY_MATERIAL = {
 }
 
 
-def unsettled_inventory(brief: str, transcript: Sequence[PublicTurn]) -> list[GapCandidate]:
+def unsettled_inventory(inventory: GapInventory, brief: str, transcript: Sequence[PublicTurn]) -> list[GapCandidate]:
     """Inventory gaps whose question (or a narrower variant) was never asked: each gap is asked at most once, so a
     reply that only says the point needs confirmation does not make the search loop on it."""
     asked = asked_texts(transcript)
-    return [g for g in all_gaps(brief) if not settled_by_transcript(g, transcript, asked)]
+    return [g for g in all_gaps(inventory, brief) if not settled_by_transcript(g, transcript, asked)]
 
 
 def to_open_gap(g: GapCandidate, status: SourceStatus = "not stated") -> OpenGap:
@@ -694,8 +696,8 @@ def to_open_gap(g: GapCandidate, status: SourceStatus = "not stated") -> OpenGap
                    source_status=status, why_material=WHY_MATERIAL[category])
 
 
-def open_gap_search_local(inp: OpenGapSearchInput) -> OpenGapSearchOutput:
-    gaps = unsettled_inventory(inp.brief, inp.transcript)[:5]
+def open_gap_search_local(inp: OpenGapSearchInput, domain: DomainContext) -> OpenGapSearchOutput:
+    gaps = unsettled_inventory(domain.gaps, inp.brief, inp.transcript)[:5]
     if not gaps:
         return OpenGapSearchOutput(search_summary="The request and the answers so far settle every gap found.",
                                    ready_to_model=True)
@@ -704,7 +706,7 @@ def open_gap_search_local(inp: OpenGapSearchInput) -> OpenGapSearchOutput:
 
 
 OPEN_GAP_SEARCH_SPEC = RoleSpec(name="or_open_gap_search", input_model=OpenGapSearchInput,
-                                output_model=OpenGapSearchOutput, local=open_gap_search_local)
+                                output_model=OpenGapSearchOutput, local=open_gap_search_local, reads_domain=True)
 
 
 # ---- Open: Stage 2 candidate questions ---------------------------------------------------------------------------
@@ -758,19 +760,20 @@ def open_confidence(transcript: Sequence[PublicTurn], remaining: int) -> float:
     return round(min(0.95, max(0.1, 0.9 - 0.15 * pending)), 2)
 
 
-def open_candidate_local(inp: OpenCandidateInput) -> OpenCandidateOutput:
+def open_candidate_local(inp: OpenCandidateInput, domain: DomainContext) -> OpenCandidateOutput:
     guidance = inp.guidance
     if guidance is None:
-        found = sorted(transcript_open_gaps(inp.brief, inp.transcript), key=lambda t: category_rank(t.gap.category))
+        found = sorted(transcript_open_gaps(domain.gaps, inp.brief, inp.transcript),
+                       key=lambda t: category_rank(t.gap.category))
         own = [to_open_gap(t.gap, "partially answered" if t.asks else "not stated") for t in found[:5]]
         guidance = OpenGapSearchOutput(search_summary="own reading of the request", ready_to_model=not own, gaps=own)
     gaps = list(guidance.gaps)
     if guidance.ready_to_model or not gaps:
         return OpenCandidateOutput(decision="READY", formulatable_confidence=open_confidence(inp.transcript, 0),
                                    confidence_rationale="No material gap is left unasked.",
-                                   summary=compose_summary(inp.brief, inp.transcript, []))
+                                   summary=compose_summary(domain.gaps, inp.brief, inp.transcript, []))
     asked = asked_texts(inp.transcript)
-    inventory = {g.key: g for g in all_gaps(inp.brief)}
+    inventory = {g.key: g for g in all_gaps(domain.gaps, inp.brief)}
     candidates: list[OpenCandidate] = []
     for rank, gap in enumerate(sorted(gaps, key=lambda g: category_rank(g.category))[:3]):
         question = gap.direct_question
@@ -783,7 +786,8 @@ def open_candidate_local(inp: OpenCandidateInput) -> OpenCandidateOutput:
     if not candidates:
         return OpenCandidateOutput(decision="READY", formulatable_confidence=open_confidence(inp.transcript, len(gaps)),
                                    confidence_rationale="Every remaining gap was already asked.",
-                                   summary=compose_summary(inp.brief, inp.transcript, [g.description for g in gaps]))
+                                   summary=compose_summary(domain.gaps, inp.brief, inp.transcript,
+                                                           [g.description for g in gaps]))
     lead = inventory.get(min(gaps, key=lambda g: category_rank(g.category)).gap_id)
     while len(candidates) < 3:  # pad with lower-scored assumption checks, never selected over a direct question
         text = narrow_question(lead, "open") if lead else f"Can you confirm this point: {candidates[0].question}"
@@ -795,4 +799,4 @@ def open_candidate_local(inp: OpenCandidateInput) -> OpenCandidateOutput:
 
 
 OPEN_CANDIDATE_SPEC = RoleSpec(name="or_open_candidate_agent", input_model=OpenCandidateInput,
-                               output_model=OpenCandidateOutput, local=open_candidate_local)
+                               output_model=OpenCandidateOutput, local=open_candidate_local, reads_domain=True)

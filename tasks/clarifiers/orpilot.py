@@ -28,9 +28,11 @@ from tasks.clarifiers.freeqa import (
     request_statement,
     role_failure_action,
 )
-from tasks.clarifiers.gaps import OBJECTIVE_CUE, brief_facts, interview
+from tasks.clarifiers.gaps import OBJECTIVE_CUE, GapInventory
+from tasks.domains.api import DomainContext
 from tasks.episodes.records import READY_MARKER, AgentAction, AgentView, Protocol
-from tasks.roles.base import RoleFailure, RoleSpec
+from tasks.llm.records import RoleFailure
+from tasks.roles.base import RoleSpec
 
 COMPLETE_MARKER = "[INTERVIEW_COMPLETE]"
 CONFIRMATION_OPENING = "To confirm my understanding before I build the model"
@@ -91,16 +93,16 @@ def _objective_sentence(brief: str) -> str:
     return ""
 
 
-def interview_plan(brief: str) -> list[str]:
+def interview_plan(inventory: GapInventory, brief: str) -> list[str]:
     """The questions of the interview, in ORPilot's order, built from the brief's own entities.
 
     Each is one sentence ending in "?" (no colon or full stop inside), so the whole question stays one unit for
     the simulated user. A domain's gap inventory may bring its own interview (``GapInventory.interview``).
     """
-    own = interview(brief)
+    own = inventory.interview(brief)
     if own:
         return list(own)
-    facts = brief_facts(brief)
+    facts = inventory.facts(brief)
     items = facts.entities[:3]
     things = _listing(items) if items else "the items in the request"
     stated = _objective_sentence(brief).rstrip(" .!")
@@ -126,8 +128,8 @@ def interview_plan(brief: str) -> list[str]:
     return plan
 
 
-def understanding(brief: str, inp: AgentInput) -> str:
-    facts = brief_facts(brief)
+def understanding(inventory: GapInventory, brief: str, inp: AgentInput) -> str:
+    facts = inventory.facts(brief)
     parts = [f"the request reads \"{request_statement(brief, 240).rstrip(' .')}\""]
     if facts.entities:
         parts.append(f"the plan covers {_listing(facts.entities[:4])}")
@@ -138,18 +140,20 @@ def understanding(brief: str, inp: AgentInput) -> str:
     return "; ".join(p.rstrip(" .") for p in parts)
 
 
-def orpilot_local(inp: AgentInput) -> OrpilotOutput:
+def orpilot_local(inp: AgentInput, domain: DomainContext) -> OrpilotOutput:
     asked = [e.question for e in exchanges(inp.transcript)]
     if any(q.startswith(CONFIRMATION_OPENING) for q in asked) or inp.turn >= inp.max_turns:
-        return OrpilotOutput(message=f"{COMPLETE_MARKER}\nInterview summary: {understanding(inp.brief, inp)}.")
-    plan = interview_plan(inp.brief)
+        return OrpilotOutput(message=f"{COMPLETE_MARKER}\nInterview summary: "
+                                     f"{understanding(domain.gaps, inp.brief, inp)}.")
+    plan = interview_plan(domain.gaps, inp.brief)
     if len(asked) >= len(plan) or inp.turn >= inp.max_turns - 1:
-        return OrpilotOutput(message=f"QUESTION: {CONFIRMATION_OPENING}: {understanding(inp.brief, inp)}. Is this "
-                                     f"understanding correct and complete?")
+        return OrpilotOutput(message=f"QUESTION: {CONFIRMATION_OPENING}: {understanding(domain.gaps, inp.brief, inp)}. "
+                                     f"Is this understanding correct and complete?")
     return OrpilotOutput(message=f"QUESTION: {plan[len(asked)]}")
 
 
-SPEC = RoleSpec(name="or_orpilot_agent", input_model=AgentInput, output_model=OrpilotOutput, local=orpilot_local)
+SPEC = RoleSpec(name="or_orpilot_agent", input_model=AgentInput, output_model=OrpilotOutput, local=orpilot_local,
+                reads_domain=True)
 
 
 # ---- the method ---------------------------------------------------------------------------------------------------

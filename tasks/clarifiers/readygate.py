@@ -24,8 +24,10 @@ from tasks.clarifiers.base import BaseAgent, MethodContext
 from tasks.clarifiers.choice import ChoiceAgent
 from tasks.clarifiers.freeqa import parse_options
 from tasks.clarifiers.gaps import open_gaps
+from tasks.domains.api import DomainContext
 from tasks.episodes.records import AgentAction, AgentView, Protocol, TranscriptRow
-from tasks.roles.base import RoleFailure, RoleSpec
+from tasks.llm.records import RoleFailure
+from tasks.roles.base import RoleSpec
 
 EVENT_LOG = "counterfactual_ready_gate_events"
 MAX_FEEDBACK_WORDS = 500
@@ -60,8 +62,8 @@ class GateOutput(BaseModel):
         return self
 
 
-def gate_local(inp: GateInput) -> GateOutput:
-    pending = [g for g in open_gaps(inp.brief, inp.transcript) if g.category in BLOCKING_CATEGORIES]
+def gate_local(inp: GateInput, domain: DomainContext) -> GateOutput:
+    pending = [g for g in open_gaps(domain.gaps, inp.brief, inp.transcript) if g.category in BLOCKING_CATEGORIES]
     if not pending:
         return GateOutput(decision="PASS", feedback="No unasked objective, policy or constraint point is left.")
     gap = pending[0]
@@ -69,7 +71,8 @@ def gate_local(inp: GateInput) -> GateOutput:
                                                  f"model. Ask before stopping: {gap.question}")
 
 
-SPEC = RoleSpec(name="or_ready_gate", input_model=GateInput, output_model=GateOutput, local=gate_local)
+SPEC = RoleSpec(name="or_ready_gate", input_model=GateInput, output_model=GateOutput, local=gate_local,
+                reads_domain=True)
 
 
 class GateOptions(BaseModel):

@@ -16,10 +16,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tasks.caching import RunStats
+from tasks.domains.api import DomainContext
+from tasks.errors import DomainError
 from tasks.records import Case
 
 if TYPE_CHECKING:
-    from tasks.clarifiers.gaps import GapInventory
     from tasks.domains.api import Domain
 
 KNOWN = {"swe": "tasks.domains.swe", "optimization": "tasks.domains.optimization",
@@ -56,41 +57,31 @@ def domain_names() -> list[str]:
 
 
 def get_domain(name: str) -> Domain:
+    """The ``DOMAIN`` of domain ``name``; a DomainError naming it when no module defines it or its module fails to
+    import (never a fallback to another domain)."""
     module = module_name(name)
     if module is None:
-        raise KeyError(f"unknown domain {name!r} (known: {', '.join(domain_names())})")
-    return importlib.import_module(module).DOMAIN
-
-
-def gap_inventory_for(name: str | None) -> GapInventory | None:
-    """The gap inventory of domain ``name``; None (the default inventory) for unknown or question-set domains."""
-    if not name:
-        return None
+        raise DomainError(f"unknown domain {name!r} (known: {', '.join(domain_names())})")
     try:
-        domain = get_domain(name)
-    except (KeyError, ImportError):
-        return None
-    return getattr(domain, "gap_inventory", None)
+        loaded = importlib.import_module(module)
+    except Exception as err:  # a broken domain module may raise anything while it runs
+        raise DomainError(f"domain {name!r}: its module {module} fails to import ({type(err).__name__}: {err})"
+                          ) from err
+    if not hasattr(loaded, "DOMAIN"):
+        raise DomainError(f"domain {name!r}: its module {module} defines no DOMAIN")
+    return loaded.DOMAIN
 
 
-def judge_hints_for(name: str | None):
-    """The judge hints of domain ``name`` (None for unknown domains)."""
-    if not name:
-        return None
-    try:
-        return getattr(get_domain(name), "judge_hints", None)
-    except (KeyError, ImportError):
-        return None
-
-
-def user_aspects_for(name: str | None) -> dict[str, list[str]]:
-    """Per unit kind, how a question about it is put (``Domain.user_aspects``; empty for unknown domains)."""
-    if not name:
-        return {}
-    try:
-        return dict(getattr(get_domain(name), "user_aspects", None) or {})
-    except (KeyError, ImportError):
-        return {}
+def domain_context(name: str) -> DomainContext:
+    """Domain ``name`` as the one value an episode evaluation hands down (built once, where the evaluation starts):
+    its judge hints, gap inventory and user aspects. A DomainError for an unknown or broken domain, and for a
+    domain without a gap inventory (one evaluated by question sets, not in episodes)."""
+    domain = get_domain(name)
+    if domain.gap_inventory is None:
+        raise DomainError(f"domain {name!r} has no gap inventory: it is evaluated by {domain.evaluation}, not in "
+                          f"episodes")
+    return DomainContext(name=name, hints=domain.judge_hints, gaps=domain.gap_inventory,
+                         user_aspects={kind: tuple(asks) for kind, asks in domain.user_aspects.items()})
 
 
 def code_version() -> str:

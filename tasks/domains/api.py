@@ -34,9 +34,7 @@ cut into typed units (what ``python -m flows.new_domain`` scaffolds).
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
-from contextvars import ContextVar
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
@@ -92,28 +90,25 @@ OPTIMIZATION_HINTS = JudgeHints(
     core="P0 changes the problem, its feasible set, the objective or the decision entity; P1 leaves the model "
          "materially incomplete or likely wrong.",
 )
-"""The optimisation domain's hints; also the framing of role prompts rendered outside any episode."""
-
-_FRAMING: ContextVar[JudgeHints | None] = ContextVar("clarifyflow_domain_framing", default=None)
+"""The optimisation domain's hints (``tasks.domains.optimization``)."""
 
 
-@contextmanager
-def framing(hints: JudgeHints | None) -> Iterator[JudgeHints]:
-    """Render role prompts for ``hints``' domain in this context (one episode); None: the optimisation wording.
+@dataclass(frozen=True)
+class DomainContext:
+    """The domain one episode evaluation plays in, as one value: built once where the evaluation starts
+    (:func:`tasks.domains.domain_context`) and handed down to the episode loop, the methods (``MethodContext.domain``)
+    and every role call they make.
 
-    Every role prompt sees the active hints as ``domain`` (``{{ domain.analyst }}``, ``{{ domain.subject }}``,
-    ``{{ domain.deliverable }}``), so the agents and the simulated user of an analytics episode talk about a
-    data-analysis request, not an optimisation model. The same mechanism as the episode's gap inventory
-    (``tasks.clarifiers.gaps.using``)."""
-    token = _FRAMING.set(hints)
-    try:
-        yield active_hints()
-    finally:
-        _FRAMING.reset(token)
+    Every role prompt sees ``hints`` as ``domain`` (``{{ domain.analyst }}``, ``{{ domain.subject }}``,
+    ``{{ domain.deliverable }}``), so the agents, the simulated user and the judges of an analytics episode talk about
+    a data-analysis request, not an optimisation model."""
 
-
-def active_hints() -> JudgeHints:
-    return _FRAMING.get() or OPTIMIZATION_HINTS
+    name: str
+    hints: JudgeHints
+    gaps: GapInventory
+    """What the local agent backends ask from."""
+    user_aspects: Mapping[str, tuple[str, ...]] = field(default_factory=dict, hash=False)
+    """``Domain.user_aspects``: per unit kind, how questions about it are put (the simulated user's matching)."""
 
 
 class Eligibility(BaseModel):

@@ -121,8 +121,9 @@ class OptimizationDomain(UnitDomain):
                                                                            text=record.text)))
 
     def decompose_many(self, items, roles, client):
+        from tasks.llm.records import RoleFailure
         from tasks.orclarify import decompose
-        from tasks.roles.base import RoleFailure, run_role
+        from tasks.roles.base import run_role
 
         to_split = [p for p in items if p.units is None]
         split = run_role(decompose.SPEC, [decompose.DecomposeInput(problem_id=p.problem_id, text=p.text)

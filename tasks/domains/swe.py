@@ -29,36 +29,13 @@ from tasks.errors import InputError
 from tasks.params import SPLIT_KEYS, SweConstructParams, section
 from tasks.records import Brief, Case, CaseMetadata, HiddenSlot, IssueRecord, SpanAnnotation, Unit
 from tasks.roles.config import RolesParams, describe_roles
+from tasks.swe_samples import check_unique, load_samples
 
 BENCHMARK = "clarifyflow-swe"
 MASKING_BACKEND = "rules: span removal + fluency clean-up (no model)"
 
 
 # ---- loading ---------------------------------------------------------------------------------------------------------
-
-
-def _check_unique(issues: list[IssueRecord], path: Path) -> None:
-    seen: dict[str, int] = {}
-    for i, issue in enumerate(issues, start=1):
-        if issue.instance_id in seen:
-            raise InputError(
-                path, f"duplicate id {issue.instance_id!r} (first at record {seen[issue.instance_id]})",
-                record=i, field="instance_id",
-            )
-        seen[issue.instance_id] = i
-
-
-def load_samples(path: Path) -> list[IssueRecord]:
-    """The project's JSONL samples; every span must occur verbatim (up to whitespace) in its issue."""
-    issues = store.read_jsonl(path, IssueRecord)
-    _check_unique(issues, path)
-    for i, issue in enumerate(issues, start=1):
-        text = masking.normalise_newlines(issue.text)
-        for j, span in enumerate(issue.spans or []):
-            if not masking.locate(text, span.text):
-                raise InputError(path, "span text does not occur in the issue text",
-                                 record=f"line {i} ({issue.instance_id})", field=f"spans.{j}.text")
-    return issues
 
 
 def parse_category_mapping(raw: Any, *, path: Path, record: str) -> tuple[list[SpanAnnotation], list[Category]]:
@@ -133,7 +110,7 @@ def load_clariti(path: Path) -> list[IssueRecord]:
             "present": present,
         }
         issues.append(store.parse_record(IssueRecord, data, path=path, record=where))
-    _check_unique(issues, path)
+    check_unique(issues, path)
     return issues
 
 
@@ -181,7 +158,7 @@ def load_swebench(path_or_name: str | None, split: str, root: Path) -> list[Issu
             "present": present,
         }
         issues.append(store.parse_record(IssueRecord, data, path=Path(path_or_name), record=where))
-    _check_unique(issues, Path(path_or_name))
+    check_unique(issues, Path(path_or_name))
     return issues
 
 
@@ -232,9 +209,9 @@ def annotate_chunk(issues: list[dict], role_cfg: dict, weights: Path | None = No
     annotation fails (an LLM backend that never returned valid output) is left out and reported, never fatal.
     """
     from tasks.llm.client import LLMClient
+    from tasks.llm.records import RoleConfig, RoleFailure
     from tasks.roles import annotator
-    from tasks.roles.base import RoleFailure, run_role
-    from tasks.roles.config import RoleConfig
+    from tasks.roles.base import run_role
 
     cfg = RoleConfig.model_validate(role_cfg)
     records = [IssueRecord.model_validate(raw) for raw in issues]

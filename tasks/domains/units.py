@@ -114,8 +114,8 @@ def build_unit_chunk(domain: str, records_in: list[dict], cfg: dict, roles: dict
     """Decompose, filter, mask and annotate a chunk of records of ``domain``; the cases plus notes and failures."""
     from tasks.domains import get_domain
     from tasks.llm.client import LLMClient
+    from tasks.llm.records import RoleFailure
     from tasks.orclarify import brief
-    from tasks.roles.base import RoleFailure
     from tasks.roles.config import RolesParams
 
     dom: UnitDomain = get_domain(domain)  # type: ignore[assignment]

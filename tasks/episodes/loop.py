@@ -24,8 +24,8 @@ from tasks.episodes.records import (
     RoleUsage,
     TranscriptRow,
 )
+from tasks.llm.records import RoleFailure
 from tasks.records import Case
-from tasks.roles.base import RoleFailure
 
 CHOICE_KEYS = ("A", "B", "C")
 
@@ -68,7 +68,8 @@ def _usage(client) -> dict[str, RoleUsage]:
 
 
 def episode_context(base: MethodContext, sample: str) -> MethodContext:
-    """A per-episode context: its own accounting (per-episode usage), the shared call cache, a sampling salt.
+    """A per-episode context: its own accounting (per-episode usage), the shared call cache, a sampling salt, and
+    the evaluation's domain.
 
     The salt keeps the K repeats of a sampled (temperature > 0) role from replaying each other's cached calls,
     while deterministic (temperature 0) calls stay shared across repeats.
@@ -79,23 +80,14 @@ def episode_context(base: MethodContext, sample: str) -> MethodContext:
     shared = base.client or default_client()
     client = LLMClient(shared.cache, use_cache=shared.use_cache, accounting=Accounting(),
                        backoff_s=shared.backoff_s, backoff_max_s=shared.backoff_max_s)
-    return MethodContext(roles=base.roles, client=client, options=base.options, sample=sample)
+    return MethodContext(roles=base.roles, client=client, options=base.options, sample=sample, domain=base.domain)
 
 
 def run_episode(case: Case, method: Method, protocol: Protocol, *, repeat: int, seed: int, max_turns: int,
                 ctx: MethodContext) -> Episode:
-    """Play one episode with the case's domain active: its gap inventory (what the local agents ask from) and its
-    framing (how the LLM prompts of the agents and the simulated user name the request)."""
-    from tasks.clarifiers.gaps import using
-    from tasks.domains import gap_inventory_for, judge_hints_for
-    from tasks.domains.api import framing
-
-    with using(gap_inventory_for(case.metadata.domain)), framing(judge_hints_for(case.metadata.domain)):
-        return _play(case, method, protocol, repeat=repeat, seed=seed, max_turns=max_turns, ctx=ctx)
-
-
-def _play(case: Case, method: Method, protocol: Protocol, *, repeat: int, seed: int, max_turns: int,
-          ctx: MethodContext) -> Episode:
+    """Play one episode in ``ctx.domain``: the agents' and the simulated user's role calls are made in it (its
+    framing names the request in their prompts, its gap inventory is what the local agents ask from) and the
+    simulated user hears questions with its user aspects."""
     from tasks.roles.or_user import (
         CHOICE_SPEC,
         OPEN_SPEC,
@@ -113,7 +105,7 @@ def _play(case: Case, method: Method, protocol: Protocol, *, repeat: int, seed: 
     ep_seed = episode_seed(seed, case.case_id, method.name, protocol, repeat)
     ctx = episode_context(ctx, sample=f"{seed}:{repeat}")
     agent = method.new_agent(case.case_id, case.brief.content, protocol, seed=ep_seed, ctx=ctx)
-    facts = facts_from_case(case)
+    facts = facts_from_case(case, ctx.domain.user_aspects)
     transcript: list[TranscriptRow] = []
     turns: list[QuestionTurn] = []
     events: list[dict] = []

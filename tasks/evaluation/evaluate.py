@@ -11,7 +11,7 @@ import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tasks.clarifiers.base import Method, MethodContext, get_method
 from tasks.domains import code_version as domains_code_version
@@ -29,6 +29,9 @@ from tasks.evaluation.runs import (
 )
 from tasks.records import Case
 from tasks.roles.config import RolesParams
+
+if TYPE_CHECKING:
+    from tasks.domains.api import DomainContext
 
 
 @dataclass
@@ -51,8 +54,9 @@ def method_for(entry: MethodEntry) -> Method:
 
 
 def play_unit(unit: Unit, case: Case, entry: MethodEntry, settings: EvalSettings, roles: RolesParams,
-              store_folder: Path, code: str, client=None) -> tuple[UnitResult, bool]:
-    """Play and judge one unit, or take it from the store; returns the result and whether it was reused.
+              store_folder: Path, code: str, domain: DomainContext, client=None) -> tuple[UnitResult, bool]:
+    """Play and judge one unit in ``domain``, or take it from the store; returns the result and whether it was
+    reused.
 
     A module-level function of picklable arguments, so Dask workers can run it (``client`` None = the process's
     default LLM client).
@@ -68,20 +72,22 @@ def play_unit(unit: Unit, case: Case, entry: MethodEntry, settings: EvalSettings
     method = method_for(entry)
     if hasattr(method, "bind_cases"):  # a method that reads the case itself (the oracle)
         method.bind_cases({case.case_id: case})
-    ctx = MethodContext(roles=roles, client=client, options=entry.options)
+    ctx = MethodContext(roles=roles, client=client, options=entry.options, domain=domain)
     episode = run_episode(case, method, unit.protocol, repeat=unit.repeat, seed=settings.seed,
                           max_turns=settings.max_turns, ctx=ctx)
-    [judge] = judge_episodes({case.case_id: case}, [episode], MethodContext(roles=roles, client=client),
+    [judge] = judge_episodes({case.case_id: case}, [episode], MethodContext(roles=roles, client=client, domain=domain),
                              over_questioning_after=settings.over_questioning_after)
     result = UnitResult(key=key, episode=episode, judge=judge)
     store.put(result)
     return result, False
 
 
-def play(cases: Sequence[Case], settings: EvalSettings, roles: RolesParams, store: UnitStore, *, client=None,
-         runner: str | None = None, progress: Callable[[int, int], None] | None = None,
+def play(cases: Sequence[Case], settings: EvalSettings, roles: RolesParams, store: UnitStore, *,
+         domain: DomainContext, client=None, runner: str | None = None,
+         progress: Callable[[int, int], None] | None = None,
          units: Sequence[Unit] | None = None) -> tuple[list[UnitResult], PlayStats]:
-    """Every unit's result in unit order (finished units come from ``store``)."""
+    """Every unit's result in unit order (finished units come from ``store``), each played and judged in
+    ``domain`` (the evaluation's, built once where it starts)."""
     from functools import partial
 
     by_id = {c.case_id: c for c in cases}
@@ -93,21 +99,21 @@ def play(cases: Sequence[Case], settings: EvalSettings, roles: RolesParams, stor
     # Dask may run the work in other processes: nothing unpicklable (the LLM client) travels with it there
     shared = None if runner == "dask" else client
     work = partial(_play_one, by_id=by_id, entries=entries, settings=settings, roles=roles, store=store.folder,
-                   code=code, client=shared)
+                   code=code, domain=domain, client=shared)
     outcomes = execute(units, work, concurrency=settings.concurrency, runner=runner,
                        dask_address=settings.dask_address, progress=progress)
     stats = PlayStats(played=sum(not reused for _, reused in outcomes), reused=sum(reused for _, reused in outcomes))
     return [result for result, _ in outcomes], stats
 
 
-def _play_one(unit: Unit, *, by_id, entries, settings, roles, store, code, client) -> tuple[UnitResult, bool]:
-    return play_unit(unit, by_id[unit.case_id], entries[unit.method], settings, roles, store, code, client)
+def _play_one(unit: Unit, *, by_id, entries, settings, roles, store, code, domain, client) -> tuple[UnitResult, bool]:
+    return play_unit(unit, by_id[unit.case_id], entries[unit.method], settings, roles, store, code, domain, client)
 
 
 def write_outputs(out: Path, results: Sequence[UnitResult], cases: Sequence[Case], settings: EvalSettings,
-                  roles: RolesParams, *, source: str) -> dict[str, Any]:
-    """Run directories, ``summary.json`` (ranked ``rows`` and ``reference_rows`` apart), ``recovery.json``/
-    ``recovery.png``, ``report.md`` and ``run_config.json``."""
+                  roles: RolesParams, *, domain: DomainContext, source: str) -> dict[str, Any]:
+    """Run directories (the judge's input rendered in ``domain``), ``summary.json`` (ranked ``rows`` and
+    ``reference_rows`` apart), ``recovery.json``/``recovery.png``, ``report.md`` and ``run_config.json``."""
     from tasks.clarifiers.base import reference_of
     from tasks.evaluation import metrics, plots, report
     from tasks.evaluation.judge import judge_input_markdown
@@ -121,7 +127,7 @@ def write_outputs(out: Path, results: Sequence[UnitResult], cases: Sequence[Case
         unit = Unit(case_id=r.episode.case_id, method=r.episode.method, protocol=r.episode.protocol,
                     repeat=r.episode.repeat)
         write_run_dir(out / unit.rel_dir, r.episode, r.judge,
-                      judge_input_markdown(by_id[unit.case_id], r.episode, r.judge))
+                      judge_input_markdown(by_id[unit.case_id], r.episode, r.judge, domain=domain))
     episodes = [r.episode for r in results]
     judgements = [r.judge for r in results]
     groups = metrics.summarise(episodes, judgements, by_id, n_resamples=settings.bootstrap, seed=settings.seed)

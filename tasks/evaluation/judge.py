@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -38,9 +38,13 @@ from tasks.episodes.records import (
     StopStatus,
     public_turns,
 )
+from tasks.llm.records import RoleFailure
 from tasks.records import Case, HiddenSlot
 from tasks.roles import slot_hit as sh
-from tasks.roles.base import RoleFailure, RoleSpec
+from tasks.roles.base import RoleSpec
+
+if TYPE_CHECKING:
+    from tasks.domains.api import DomainContext
 
 Severity = Literal["P0", "P1", "P2"]
 CORE = ("P0", "P1")
@@ -200,7 +204,7 @@ class SessionJudgeInput(BaseModel):
     slots: list[SessionSlot]
     over_questioning_after: int = OVER_QUESTIONING_AFTER
     subject: str = ""
-    """What the request is about (``Domain.judge_hints.subject``); empty means an optimisation problem."""
+    """What the request is about (the evaluation domain's ``hints.subject``); empty: the prompt's ``domain.subject``."""
 
 
 class SessionJudgeOutput(BaseModel):
@@ -211,7 +215,7 @@ class SessionJudgeOutput(BaseModel):
     summary: str
 
 
-def session_input(case: Case, episode: Episode, scores: Sequence[SlotScore], *,
+def session_input(case: Case, episode: Episode, scores: Sequence[SlotScore], *, domain: DomainContext,
                   over_questioning_after: int = OVER_QUESTIONING_AFTER) -> SessionJudgeInput:
     by_id = {s.slot_id: s for s in case.hidden_slots}
     slots = []
@@ -226,16 +230,8 @@ def session_input(case: Case, episode: Episode, scores: Sequence[SlotScore], *,
         case_id=case.case_id, protocol=episode.protocol, brief=episode.brief,
         transcript=public_turns(episode.transcript),
         ready=episode.ready, ready_summary=episode.ready_summary if episode.ready else "", max_turns=episode.max_turns,
-        slots=slots, over_questioning_after=over_questioning_after, subject=subject_of(case),
+        slots=slots, over_questioning_after=over_questioning_after, subject=domain.hints.subject,
     )
-
-
-def subject_of(case: Case) -> str:
-    """The judge hint of the case's domain: what the request is about ("" when the domain gives none)."""
-    from tasks.domains import judge_hints_for
-
-    hints = judge_hints_for(case.metadata.domain)
-    return hints.subject if hints is not None else ""
 
 
 # local backend: silent assumptions ----------------------------------------------------------------------------------
@@ -469,7 +465,7 @@ def judge_episodes(cases: dict[str, Case], episodes: Sequence[Episode], ctx: Any
                    over_questioning_after: int | None = None) -> list[JudgeResult]:
     """Judge ``episodes`` (aligned output). Slot hits run as one ``slot_hit_judge`` batch over every (episode, slot)
     with at least one question; the session judge as one ``or_session_judge`` batch over the episodes whose slot
-    hits all came back. ``ctx`` is a MethodContext (``ctx.run(spec, inputs)``)."""
+    hits all came back. ``ctx`` is a MethodContext (``ctx.run(spec, inputs)``; its ``domain`` frames the judges)."""
     from tasks.roles.slot_hit import SPEC as SLOT_HIT
 
     n_after = over_questioning_after
@@ -485,7 +481,7 @@ def judge_episodes(cases: dict[str, Case], episodes: Sequence[Episode], ctx: Any
         for j, slot in enumerate(case.hidden_slots):
             texts = [q for _, q in questions]
             requests.append(sh.SlotHitInput(slot=sh.rubric_from_slot(case, slot), agent_questions=texts,
-                                            subject=subject_of(case)))
+                                            subject=ctx.domain.hints.subject))
             where.append((i, j))
     outs = ctx.run(SLOT_HIT, requests) if requests else []
 
@@ -499,8 +495,8 @@ def judge_episodes(cases: dict[str, Case], episodes: Sequence[Episode], ctx: Any
         scores[i][j] = _slot_score(slot, out, asked[i])
 
     todo = [i for i in range(len(episodes)) if not failures[i]]
-    inputs = [session_input(cases[episodes[i].case_id], episodes[i], scores[i], over_questioning_after=n_after)
-              for i in todo]
+    inputs = [session_input(cases[episodes[i].case_id], episodes[i], scores[i], domain=ctx.domain,
+                            over_questioning_after=n_after) for i in todo]
     sessions: dict[int, Any] = dict(zip(todo, ctx.run(SESSION_SPEC, inputs) if inputs else []))
     results = []
     for i, episode in enumerate(episodes):
@@ -517,17 +513,18 @@ def judge_episodes(cases: dict[str, Case], episodes: Sequence[Episode], ctx: Any
 
 
 def judge_input_markdown(case: Case, episode: Episode, judgement: JudgeResult | None = None, *,
-                         over_questioning_after: int = OVER_QUESTIONING_AFTER) -> str:
+                         domain: DomainContext, over_questioning_after: int = OVER_QUESTIONING_AFTER) -> str:
     """``judge_prompt_user_message.md``: the questions the slot judge weighed and the session judge's user message
-    (with this run's hits when ``judgement`` is given; otherwise every slot shows ``no`` as a placeholder)."""
+    in ``domain`` (with this run's hits when ``judgement`` is given; otherwise every slot shows ``no`` as a
+    placeholder)."""
     questions = asked_questions(episode)
     scores = judgement.slot_scores if judgement is not None else [_unasked(s) for s in case.hidden_slots]
-    inp = session_input(case, episode, scores, over_questioning_after=over_questioning_after)
+    inp = session_input(case, episode, scores, domain=domain, over_questioning_after=over_questioning_after)
     lines = [f"# Judge input: {episode.key}", "", "## Questions and assumption checks before READY_TO_MODEL", ""]
     lines += [f"{k}. (turn {turn}) " + text.replace("\n", " / ") for k, (turn, text) in enumerate(questions, 1)]
     if not questions:
         lines.append("(none)")
-    lines += ["", "## Session judge message", "", SESSION_SPEC.messages(inp)[-1]["content"]]
+    lines += ["", "## Session judge message", "", SESSION_SPEC.messages(inp, domain)[-1]["content"]]
     if judgement is None:
         lines += ["", "_Slot hits not yet judged: every slot shows `no` here._"]
     return "\n".join(lines).rstrip() + "\n"

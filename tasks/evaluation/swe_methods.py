@@ -37,8 +37,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from tasks.categories import Category
 from tasks.errors import InputError
+from tasks.llm.records import RoleConfig
 from tasks.records import Case, MethodReference
-from tasks.roles.config import RoleConfig, RolesParams
+from tasks.roles.config import RolesParams
 
 
 class Completion(BaseModel):
@@ -119,7 +120,8 @@ class _WriterMethod(SweMethod):
                 "question_writer": self.ctx.roles.question_writer.model_dump(mode="json")}
 
     def complete(self, cases: Sequence[Case]) -> list[Completion]:
-        from tasks.roles.base import RoleFailure, run_role
+        from tasks.llm.records import RoleFailure
+        from tasks.roles.base import run_role
         from tasks.roles.question_writer import SPEC, QuestionWriterInput, numbered
 
         if not cases:

@@ -168,7 +168,8 @@ class PrecomputedJudges:
 
 def _run(name: str, inputs: list, roles: RolesParams, client) -> list:
     """Outputs aligned with inputs; None for a failed call."""
-    from tasks.roles.base import RoleFailure, run_role
+    from tasks.llm.records import RoleFailure
+    from tasks.roles.base import run_role
     from tasks.roles.registry import get_spec
 
     if not inputs:

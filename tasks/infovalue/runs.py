@@ -248,9 +248,9 @@ def _read_outcomes(path: Path, models: list[str] | None) -> tuple[pd.DataFrame, 
 
 def _annotate_statements(texts: list[str]) -> list[set[Category] | None]:
     """Present categories per text from the annotator role (None where it failed); identical texts run once."""
+    from tasks.llm.records import RoleConfig, RoleFailure
     from tasks.roles.annotator import SPEC, AnnotateInput
-    from tasks.roles.base import RoleFailure, run_role
-    from tasks.roles.config import RoleConfig
+    from tasks.roles.base import run_role
 
     unique = list(dict.fromkeys(texts))
     outputs = run_role(SPEC, [AnnotateInput(text=t) for t in unique], RoleConfig())

@@ -28,8 +28,8 @@ from pydantic import BaseModel, ValidationError
 
 from tasks.llm.accounting import Accounting
 from tasks.llm.cache import CachedCall, CallCache, call_key, schema_of
+from tasks.llm.records import RoleConfig, RoleFailure
 from tasks.llm.redact import install_log_redaction, redact
-from tasks.roles.config import RoleConfig
 
 M = TypeVar("M", bound=BaseModel)
 T = TypeVar("T")
@@ -50,9 +50,7 @@ class LLMCallFailed(Exception):
         self.message = message
         self.attempts = attempts
 
-    def to_failure(self, role: str):
-        from tasks.roles.base import RoleFailure
-
+    def to_failure(self, role: str) -> RoleFailure:
         return RoleFailure(role=role, kind=self.kind, message=self.message[:500], attempts=self.attempts)
 
 

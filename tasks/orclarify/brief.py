@@ -20,9 +20,9 @@ from collections.abc import Sequence
 from pydantic import BaseModel, ConfigDict, Field
 
 from tasks import masking
+from tasks.llm.records import RoleConfig, RoleFailure
 from tasks.records import Unit
-from tasks.roles.base import RoleFailure, RoleSpec, run_role
-from tasks.roles.config import RoleConfig
+from tasks.roles.base import RoleSpec, run_role
 
 
 def choose_hidden(

@@ -102,12 +102,13 @@ def _stage_roles(stage: str, data: dict[str, Any], inputs: ReportInputs) -> tupl
 
 
 def _evaluation(domain: str) -> str | None:
-    """How the domain is evaluated (``Domain.evaluation``), None for a domain this checkout does not define."""
+    """How the domain is evaluated (``Domain.evaluation``), None for a domain this checkout does not define or load."""
     from tasks.domains import get_domain
+    from tasks.errors import DomainError
 
     try:
         return get_domain(domain).evaluation
-    except (KeyError, ImportError):
+    except DomainError:
         return None
 
 

@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from tasks.roles.config import RoleConfig
+from tasks.llm.records import RoleConfig
 
 StageName = Literal["non_redundancy", "diversity", "answerability", "task_relevance"]
 STAGE_NAMES: tuple[str, ...] = ("non_redundancy", "diversity", "answerability", "task_relevance")

@@ -70,13 +70,13 @@ class RoleJudges:
 
 
 def _flag(out) -> bool | None:
-    from tasks.roles.base import RoleFailure
+    from tasks.llm.records import RoleFailure
 
     return None if isinstance(out, RoleFailure) else bool(out.answerable)
 
 
 def _label(out) -> str | None:
-    from tasks.roles.base import RoleFailure
+    from tasks.llm.records import RoleFailure
 
     if isinstance(out, RoleFailure):
         return None

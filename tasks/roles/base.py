@@ -12,36 +12,19 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import Generic, TypeVar
+from typing import TYPE_CHECKING, Generic, TypeVar
 
-from pydantic import BaseModel, ConfigDict, field_validator
+from pydantic import BaseModel
 
-from tasks.roles.config import RoleConfig
+from tasks.llm.records import RoleConfig, RoleFailure
+
+if TYPE_CHECKING:
+    from tasks.domains.api import DomainContext
 
 PROMPTS = Path(__file__).parent / "prompts"
 
 I = TypeVar("I", bound=BaseModel)  # noqa: E741 - input and output model of a role
 O = TypeVar("O", bound=BaseModel)  # noqa: E741
-
-
-class RoleFailure(BaseModel):
-    """The typed record of a call that could not produce a valid output after all retries and regenerations."""
-
-    model_config = ConfigDict(frozen=True)
-
-    role: str
-    kind: str
-    """``invalid_output`` (never matched the schema), ``transient`` (retries exhausted) or ``provider`` (any other
-    provider error, e.g. authentication)."""
-    message: str
-    attempts: int = 1
-
-    @field_validator("message")
-    @classmethod
-    def _no_secrets(cls, message: str) -> str:
-        from tasks.llm.redact import redact
-
-        return redact(message)
 
 
 @cache
@@ -72,25 +55,32 @@ class RoleSpec(Generic[I, O]):
     name: str
     input_model: type[I]
     output_model: type[O]
-    local: Callable[[I], O]
-    """The deterministic backend. It must not call any model except the cached embedder."""
+    local: Callable[..., O]
+    """The deterministic backend, ``local(inp)`` (``local(inp, domain)`` with ``reads_domain``). It must not call
+    any model except the cached embedder."""
     local_batch: Callable[[Sequence[I]], list[O]] | None = None
     """Optional faster batch version of ``local`` (e.g. one embedding call for all inputs)."""
+    reads_domain: bool = False
+    """The local backend asks from the domain's gap inventory, so every call needs the domain."""
 
-    def messages(self, inp: I) -> list[dict]:
+    def messages(self, inp: I, domain: DomainContext | None = None) -> list[dict]:
         """``prompts/<name>/system.j2`` and ``user.j2`` rendered with the input's fields, the output schema and the
-        active domain's framing (``domain``: ``tasks.domains.api.framing``)."""
-        from tasks.domains.api import active_hints
-
+        framing of the domain the call is made in (``domain``: its ``JudgeHints``). A prompt that names the domain
+        does not render without one."""
         values = inp.model_dump(mode="json")
-        values.setdefault("domain", active_hints())
+        if domain is not None:
+            values.setdefault("domain", domain.hints)
         schema = _schema_json(self.output_model)
         return [
             {"role": "system", "content": render(f"{self.name}/system.j2", schema=schema, **values)},
             {"role": "user", "content": render(f"{self.name}/user.j2", schema=schema, **values)},
         ]
 
-    def run_local(self, inputs: Sequence[I]) -> list[O]:
+    def run_local(self, inputs: Sequence[I], domain: DomainContext | None = None) -> list[O]:
+        if self.reads_domain:
+            if domain is None:
+                raise ValueError(f"role {self.name!r} asks from the domain's gap inventory: run it with a domain")
+            return [self.local(i, domain) for i in inputs]
         if self.local_batch is not None:
             return list(self.local_batch(inputs))
         return [self.local(i) for i in inputs]
@@ -101,19 +91,22 @@ def run_role(
     inputs: Sequence[I],
     cfg: RoleConfig,
     *,
+    domain: DomainContext | None = None,
     client=None,
     sample: str | None = None,
 ) -> list[O | RoleFailure]:
     """Run ``spec`` over ``inputs`` with the backend ``cfg`` names; outputs are aligned with inputs.
 
-    ``sample`` (LLM backend only) separates cache entries of repeated samples of a sampled role.
+    ``domain`` is the domain the call is made in (an episode's; None for the roles that construct cases, whose
+    prompts and local backends never read one). ``sample`` (LLM backend only) separates cache entries of repeated
+    samples of a sampled role.
     """
     from tasks.llm.client import default_client
 
     client = client or default_client()
     if cfg.backend == "local":
         started = time.perf_counter()
-        outputs = list(spec.run_local(inputs))
+        outputs = list(spec.run_local(inputs, domain))
         client.accounting.add(
             spec.name, backend="local", model="local-rules", requests=len(inputs),
             latency_s=time.perf_counter() - started,
@@ -122,15 +115,16 @@ def run_role(
     if cfg.model.startswith("mock/"):
         from tasks.llm.providers.mock import prime_replay
 
-        prime_replay(cfg.model, spec, inputs)
+        prime_replay(cfg.model, spec, inputs, domain)
     return client.map_structured(
         role=spec.name,
         cfg=cfg,
-        messages=[spec.messages(i) for i in inputs],
+        messages=[spec.messages(i, domain) for i in inputs],
         schema=spec.output_model,
         sample=sample,
     )
 
 
-def run_one(spec: RoleSpec[I, O], inp: I, cfg: RoleConfig, *, client=None) -> O | RoleFailure:
-    return run_role(spec, [inp], cfg, client=client)[0]
+def run_one(spec: RoleSpec[I, O], inp: I, cfg: RoleConfig, *, domain: DomainContext | None = None,
+            client=None) -> O | RoleFailure:
+    return run_role(spec, [inp], cfg, domain=domain, client=client)[0]

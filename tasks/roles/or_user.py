@@ -13,7 +13,7 @@ content-word overlap, an objective cue and an entity-conflict cue (helpers share
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -63,10 +63,8 @@ class TranscriptTurn(BaseModel):
     content: str
 
 
-def facts_from_case(case: Case) -> list[SlotFact]:
-    from tasks.domains import user_aspects_for
-
-    aspects = user_aspects_for(case.metadata.domain)
+def facts_from_case(case: Case, aspects: Mapping[str, Sequence[str]]) -> list[SlotFact]:
+    """What the simulated user knows of each hidden slot; ``aspects`` are the domain's ``user_aspects``."""
     units = {u.id: u for u in case.units}
     facts = []
     for slot in case.hidden_slots:

@@ -171,12 +171,13 @@ def replay_local(name: str, *, latency_s: float = 0.0, call_log: str | None = No
     return register(name, MockScript(replay={}, latency_s=latency_s, call_log=call_log))
 
 
-def prime_replay(model: str, spec, inputs) -> None:
-    """Before an LLM-backend role call on a replay script: store the local answer for each input's messages."""
+def prime_replay(model: str, spec, inputs, domain=None) -> None:
+    """Before an LLM-backend role call on a replay script: store the local answer for each input's messages (both
+    in ``domain``, the call's)."""
     script = MOCK.scripts.get(model.split("/", 1)[1]) if model.startswith("mock/") else None
     if script is None or script.replay is None:
         return
-    outputs = spec.run_local(list(inputs))
+    outputs = spec.run_local(list(inputs), domain)
     with MOCK._lock:
         for inp, out in zip(inputs, outputs):
-            script.replay[messages_digest(spec.messages(inp))] = out.model_dump_json()
+            script.replay[messages_digest(spec.messages(inp, domain))] = out.model_dump_json()
