@@ -155,7 +155,7 @@ def _grpo(root, cfg, profile, rows, out_dir, check=None):
     from tasks.training.trainers import train_grpo
 
     chosen = sorted(rows, key=lambda r: hashlib.sha256(f"{profile.seed}:{r.case_id}".encode()).hexdigest())
-    chosen = chosen[: cfg.training.grpo_prompts]
+    chosen = chosen[: cfg.training.grpo_prompts or profile.grpo.prompts]
     # the reward reads the incomplete issue from the prompt's last user message; the full one arrives as a column
     dataset = [grpo_row(r.incomplete_issue, full_issue=r.full_issue, hints=r.hints, case_id=r.case_id) for r in chosen]
     from tasks.sftdata import load_weights as weights_source

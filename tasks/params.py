@@ -179,12 +179,14 @@ class HeldoutParams(Section):
 
 
 class TrainingParams(Section):
-    profile: Literal["cpu", "gpu"] = "cpu"
-    """``cpu``: SmolLM2-135M-Instruct, few short steps; ``gpu``: Qwen3-8B with vLLM generation (needs CUDA)."""
+    profile: Literal["cpu", "cpu-long", "gpu"] = "cpu"
+    """``cpu``: SmolLM2-135M-Instruct, few short steps; ``cpu-long``: the same SFT and a 30-step GRPO (about 100 min);
+    ``gpu``: Qwen3-8B with vLLM generation (needs CUDA). See tasks/training/profiles.py."""
     overrides: dict[str, Any] = Field(default_factory=dict)
     """Deep-merged into the profile (e.g. ``{sft: {max_steps: 40}, grpo: {num_generations: 8}}``)."""
-    grpo_prompts: int = Field(default=16, ge=1)
-    """How many training prompts GRPO draws (deterministically) from data/sft/train.jsonl."""
+    grpo_prompts: int | None = Field(default=None, ge=1)
+    """How many training prompts GRPO draws (deterministically) from data/sft/train.jsonl; None: the profile's
+    ``grpo.prompts`` (cpu 16, cpu-long and gpu all)."""
     heldout: HeldoutParams = HeldoutParams()
     """The held-out reward curve GRPO logs (data/models/grpo/heldout_curve.json)."""
 

@@ -131,6 +131,12 @@ def test_profiles_validate_and_override():
     assert gpu.model == "Qwen/Qwen3-8B" and gpu.requires_gpu and gpu.bf16 and gpu.grpo.use_vllm
     assert (gpu.grpo.num_generations, gpu.grpo.learning_rate, gpu.grpo.beta) == (8, 5e-6, 0.05)
     assert (gpu.grpo.temperature, gpu.grpo.max_completion_length) == (0.9, 256)
+    long = get_profile("cpu-long")
+    assert long.model == cpu.model and long.sft == cpu.sft and long.lora == cpu.lora  # the same SFT policy
+    assert (long.grpo.prompts, long.grpo.max_steps, long.grpo.beta, long.grpo.scale_rewards) == (None, 30, 0.0, "group")
+    # one group of G completions per micro-batch, 4 groups per optimizer step
+    assert long.grpo.batch_size == long.grpo.num_generations and long.grpo.gradient_accumulation_steps == 4
+    assert (cpu.grpo.prompts, gpu.grpo.prompts) == (16, None)
     tuned = get_profile("gpu", {"grpo": {"max_steps": 3}, "lora": {"r": 4}})
     assert tuned.grpo.max_steps == 3 and tuned.grpo.num_generations == 8 and tuned.lora.r == 4
     with pytest.raises(InputError, match="grpo"):

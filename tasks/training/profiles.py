@@ -1,7 +1,7 @@
 """Training profiles: every knob of SFT and GRPO in one validated model, with a ``cpu`` and a ``gpu`` preset.
 
 ``cpu`` (default) trains LoRA on the embedded SmolLM2-135M-Instruct for a few short steps in fp32 and finishes in
-minutes on two cores. ``gpu`` follows CLARITI's recipe on Qwen3-8B (G = 8, lr 5e-6, KL beta 0.05, temperature 0.9,
+minutes on two cores; ``cpu-long`` keeps its model and SFT and runs a GRPO long enough to move the policy. ``gpu`` follows CLARITI's recipe on Qwen3-8B (G = 8, lr 5e-6, KL beta 0.05, temperature 0.9,
 256 new tokens, vLLM generation, bf16) and comes with an accelerate config. Any field can be overridden with
 :func:`get_profile`'s ``overrides`` (a nested dict, deep-merged, then validated again).
 """
@@ -42,6 +42,9 @@ class SFTSettings(_Strict):
 
 
 class GRPOSettings(_Strict):
+    prompts: int | None = Field(default=16, ge=1)
+    """Training prompts drawn (deterministically) from data/sft/train.jsonl; None: all of them. The params key
+    ``training.grpo_prompts``, when set, overrides it."""
     max_steps: int = Field(default=6, ge=1)
     batch_size: int = Field(default=4, ge=1)
     """Completions per device per step (TRL's ``per_device_train_batch_size``); prompts = batch / G."""
@@ -116,6 +119,14 @@ class TrainProfile(_Strict):
 
 PROFILES: dict[str, dict[str, Any]] = {
     "cpu": {"name": "cpu"},
+    # cpu's model and SFT; a GRPO that moves the policy: 4 prompts x G 4 per step (micro-batches of one group, so
+    # peak memory stays under 10 GB; 16 completions in one micro-batch ran out of 24 GB), group-scaled advantages,
+    # lr 2e-4, no KL reference, temperature 1.0, 96 new tokens, 30 steps over all train prompts. About 100 min on two
+    # cores; selected with `dvc exp run -S training.profile=cpu-long` (README: sft, grpo).
+    "cpu-long": {"name": "cpu-long",
+                 "grpo": {"prompts": None, "max_steps": 30, "batch_size": 4, "gradient_accumulation_steps": 4,
+                          "num_generations": 4, "max_completion_length": 96, "learning_rate": 2e-4, "beta": 0.0,
+                          "scale_rewards": "group", "temperature": 1.0}},
     "gpu": {
         "name": "gpu",
         "model": "Qwen/Qwen3-8B",
@@ -128,7 +139,7 @@ PROFILES: dict[str, dict[str, Any]] = {
         "lora": {"r": 16, "alpha": 32, "target_modules": ["q_proj", "k_proj", "v_proj", "o_proj"]},
         "sft": {"max_steps": 500, "batch_size": 4, "gradient_accumulation_steps": 4, "learning_rate": 1e-4,
                 "max_length": 2048, "warmup_steps": 10, "logging_steps": 5},
-        "grpo": {"max_steps": 500, "batch_size": 8, "gradient_accumulation_steps": 4, "num_generations": 8,
+        "grpo": {"prompts": None, "max_steps": 500, "batch_size": 8, "gradient_accumulation_steps": 4, "num_generations": 8,
                  "max_completion_length": 256, "max_prompt_tokens": 1024, "temperature": 0.9, "top_p": 0.9,
                  "learning_rate": 5e-6, "beta": 0.05, "use_vllm": True, "vllm_mode": "colocate",
                  "warmup_steps": 5, "logging_steps": 1},
