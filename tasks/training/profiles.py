@@ -1,8 +1,9 @@
-"""Training profiles: every knob of SFT and GRPO in one validated model, with a ``cpu`` and a ``gpu`` preset.
+"""Training profiles: every knob of SFT and GRPO in one validated model, with ``cpu``, ``cpu-long`` and ``gpu`` presets.
 
 ``cpu`` (default) trains LoRA on the embedded SmolLM2-135M-Instruct for a few short steps in fp32 and finishes in
-minutes on two cores; ``cpu-long`` keeps its model and SFT and runs a GRPO long enough to move the policy. ``gpu`` follows CLARITI's recipe on Qwen3-8B (G = 8, lr 5e-6, KL beta 0.05, temperature 0.9,
-256 new tokens, vLLM generation, bf16) and comes with an accelerate config. Any field can be overridden with
+minutes on two cores; ``cpu-long`` keeps its model and SFT and runs a GRPO long enough to move the policy. ``gpu``
+follows CLARITI's recipe on Qwen3-8B (G = 8, lr 5e-6, KL beta 0.05, temperature 0.9, 256 new tokens, vLLM generation,
+bf16) and comes with an accelerate config. Any field can be overridden with
 :func:`get_profile`'s ``overrides`` (a nested dict, deep-merged, then validated again).
 """
 
@@ -139,7 +140,8 @@ PROFILES: dict[str, dict[str, Any]] = {
         "lora": {"r": 16, "alpha": 32, "target_modules": ["q_proj", "k_proj", "v_proj", "o_proj"]},
         "sft": {"max_steps": 500, "batch_size": 4, "gradient_accumulation_steps": 4, "learning_rate": 1e-4,
                 "max_length": 2048, "warmup_steps": 10, "logging_steps": 5},
-        "grpo": {"prompts": None, "max_steps": 500, "batch_size": 8, "gradient_accumulation_steps": 4, "num_generations": 8,
+        "grpo": {"prompts": None, "max_steps": 500, "batch_size": 8, "gradient_accumulation_steps": 4,
+                 "num_generations": 8,
                  "max_completion_length": 256, "max_prompt_tokens": 1024, "temperature": 0.9, "top_p": 0.9,
                  "learning_rate": 5e-6, "beta": 0.05, "use_vllm": True, "vllm_mode": "colocate",
                  "warmup_steps": 5, "logging_steps": 1},
