@@ -181,8 +181,7 @@ class HeldoutParams(Section):
 class TrainingParams(Section):
     profile: Literal["cpu", "cpu-long", "gpu"] = "cpu"
     """``cpu``: SmolLM2-135M-Instruct, few short steps; ``cpu-long``: the same SFT and a 30-step GRPO (90 min; it
-    did not beat SFT);
-    ``gpu``: Qwen3-8B with vLLM generation (needs CUDA). See tasks/training/profiles.py."""
+    did not beat SFT); ``gpu``: Qwen3-8B with vLLM generation (needs CUDA). See tasks/training/profiles.py."""
     overrides: dict[str, Any] = Field(default_factory=dict)
     """Deep-merged into the profile (e.g. ``{sft: {max_steps: 40}, grpo: {num_generations: 8}}``)."""
     grpo_prompts: int | None = Field(default=None, ge=1)
