@@ -51,8 +51,8 @@ def _ratio(num: float, den: float) -> float:
 
 
 def filter_rows(cases) -> list[dict]:
-    from tasks.orclarify import HIDEABLE_KINDS
-    from tasks.orclarify.eligibility import eligibility
+    from tasks.construction import HIDEABLE_KINDS
+    from tasks.construction.eligibility import eligibility
 
     rows = []
     for ci, case in enumerate(cases):
@@ -82,8 +82,8 @@ def filter_figures(rows: list[dict]) -> dict:
 
 
 def annotate_rows(cases) -> list[dict]:
+    from tasks.construction.annotate import SPEC, SlotAnnotateInput
     from tasks.llm.records import RoleConfig
-    from tasks.orclarify.annotate import SPEC, SlotAnnotateInput
     from tasks.roles.base import run_role
     from tasks.roles.slot_hit import SPEC as HIT_SPEC
     from tasks.roles.slot_hit import (

@@ -1,5 +1,5 @@
 """The clarification agents read the public brief and transcript only: no agent module imports the code that chose
-what a case hides (the construction's eligibility, masking and annotation in ``tasks/orclarify/``, the CLARITI
+what a case hides (the construction's eligibility, masking and annotation in ``tasks/construction/``, the CLARITI
 masking) or the simulated user that holds the hidden facts, neither directly (lazily inside a function included) nor
 through what it imports."""
 
@@ -13,7 +13,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 AGENTS = ROOT / "tasks" / "clarifiers"
-FORBIDDEN = ("tasks.orclarify", "tasks.masking", "tasks.roles.or_user")
+FORBIDDEN = ("tasks.construction", "tasks.masking", "tasks.roles.or_user")
 
 
 def imported_names(source: str) -> set[str]:
@@ -36,11 +36,12 @@ def forbidden(names: set[str]) -> set[str]:
 
 
 def test_the_scan_sees_direct_lazy_and_dynamic_imports():
-    source = ("from tasks.orclarify.eligibility import eligible\n"
+    source = ("from tasks.construction.eligibility import eligible\n"
               "def f():\n    from tasks import masking\n    import importlib\n"
               "    return importlib.import_module('tasks.roles.or_user')\n")
-    assert forbidden(imported_names(source)) == {"tasks.orclarify.eligibility", "tasks.orclarify.eligibility.eligible",
-                                                 "tasks.masking", "tasks.roles.or_user"}
+    assert forbidden(imported_names(source)) == {"tasks.construction.eligibility",
+                                                 "tasks.construction.eligibility.eligible", "tasks.masking",
+                                                 "tasks.roles.or_user"}
 
 
 def test_no_agent_module_imports_the_hidden_choice_or_the_hidden_facts():

@@ -7,12 +7,12 @@ import tomllib
 
 import pytest
 
+from tasks.construction import SEVERITIES
+from tasks.construction.brief import choose_hidden, join_units
 from tasks.domains import ConstructResult
 from tasks.domains.optimization import DOMAIN, build_chunk, load_problems
 from tasks.domains.or_toml import read_case
 from tasks.errors import GateError
-from tasks.orclarify import SEVERITIES
-from tasks.orclarify.brief import choose_hidden, join_units
 from tasks.params import OptimizationConstructParams
 from tasks.records import Case, Unit
 from tasks.roles.config import RolesParams

@@ -8,9 +8,8 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from tasks.llm.records import RoleConfig
-from tasks.orclarify import UNIT_KINDS
-from tasks.orclarify.decompose import (
+from tasks.construction import UNIT_KINDS
+from tasks.construction.decompose import (
     SPEC,
     DecomposedUnit,
     DecomposeInput,
@@ -18,6 +17,7 @@ from tasks.orclarify.decompose import (
     local,
     to_units,
 )
+from tasks.llm.records import RoleConfig
 from tasks.roles.base import run_role
 from tests.conftest import load_benchmark
 

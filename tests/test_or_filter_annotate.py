@@ -8,15 +8,15 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from tasks.llm.records import RoleConfig
-from tasks.orclarify.annotate import (
+from tasks.construction.annotate import (
     SPEC,
     SlotAnnotateInput,
     SlotAnnotation,
     local,
     topic,
 )
-from tasks.orclarify.eligibility import eligibility, numbers
+from tasks.construction.eligibility import eligibility, numbers
+from tasks.llm.records import RoleConfig
 from tasks.records import Unit
 from tasks.roles.base import run_role
 

@@ -20,12 +20,12 @@ from pathlib import Path
 from typing import Any
 
 from tasks import records, store
+from tasks.construction import HIDEABLE_KINDS, UNIT_KINDS
+from tasks.construction.problems import ProblemRecord, load_problem_samples, load_problems_from_toml
 from tasks.domains import ConstructResult
 from tasks.domains.api import OPTIMIZATION_HINTS, Eligibility, Severity, Taxonomy
 from tasks.domains.units import SlotRequest, UnitDomain, build_unit_chunk
 from tasks.errors import InputError
-from tasks.orclarify import HIDEABLE_KINDS, UNIT_KINDS
-from tasks.orclarify.problems import ProblemRecord, load_problem_samples, load_problems_from_toml
 from tasks.params import OptimizationConstructParams
 from tasks.records import Unit
 
@@ -113,7 +113,7 @@ class OptimizationDomain(UnitDomain):
     # ---- decompose: the decomposer role ---------------------------------------------------------------------------
 
     def decompose(self, record: ProblemRecord) -> list[Unit]:
-        from tasks.orclarify import decompose
+        from tasks.construction import decompose
 
         if record.units is not None:
             return list(record.units)
@@ -121,8 +121,8 @@ class OptimizationDomain(UnitDomain):
                                                                            text=record.text)))
 
     def decompose_many(self, items, roles, client):
+        from tasks.construction import decompose
         from tasks.llm.records import RoleFailure
-        from tasks.orclarify import decompose
         from tasks.roles.base import run_role
 
         to_split = [p for p in items if p.units is None]
@@ -141,7 +141,7 @@ class OptimizationDomain(UnitDomain):
     # ---- filter: formulation-critical kinds, minus the implied and restated ones ------------------------------------
 
     def hide_candidates(self, units: Sequence[Unit]) -> list[Eligibility]:
-        from tasks.orclarify.eligibility import eligibility
+        from tasks.construction.eligibility import eligibility
 
         return eligibility(list(units))
 
@@ -149,7 +149,7 @@ class OptimizationDomain(UnitDomain):
 
     def choose_hidden(self, record_id: str, candidates: Sequence[Unit], cfg: OptimizationConstructParams,
                       units: Sequence[Unit] = ()) -> list[list[str]]:
-        from tasks.orclarify.brief import choose_hidden, choose_hidden_shaped
+        from tasks.construction.brief import choose_hidden, choose_hidden_shaped
 
         if cfg.hidden_counts is None:
             return [choose_hidden(record_id, cfg.seed, [u.id for u in candidates], fraction=cfg.hide_fraction,
@@ -163,23 +163,23 @@ class OptimizationDomain(UnitDomain):
     # ---- annotate: the slot_annotator role ----------------------------------------------------------------------
 
     def severity(self, hidden: Sequence[Unit], units: Sequence[Unit]) -> tuple[Severity | None, str]:
-        from tasks.orclarify import annotate
+        from tasks.construction import annotate
 
         inp = annotate.SlotAnnotateInput(problem_id="", unit=hidden[0], units=list(units))
         return annotate.severity(hidden[0], list(units), annotate._implied(inp))
 
     def reference_questions(self, hidden: Sequence[Unit], units: Sequence[Unit]) -> list[str]:
-        from tasks.orclarify import annotate
+        from tasks.construction import annotate
 
         return annotate.questions(hidden[0], annotate.shape(hidden[0]))
 
     def simulated_answer(self, hidden: Sequence[Unit], units: Sequence[Unit]) -> str:
-        from tasks.orclarify import annotate
+        from tasks.construction import annotate
 
         return " ".join(annotate.simulator_answer(u) for u in hidden)
 
     def annotate_many(self, requests: Sequence[SlotRequest], roles, client) -> list[Any]:
-        from tasks.orclarify import annotate
+        from tasks.construction import annotate
         from tasks.roles.base import run_role
 
         inputs = [annotate.SlotAnnotateInput(problem_id=r.problem_id, unit=r.unit, units=r.units,
@@ -202,8 +202,8 @@ class OptimizationDomain(UnitDomain):
         return OPTIMIZATION
 
     def code_modules(self) -> tuple:
+        from tasks.construction import annotate, brief, decompose, eligibility
         from tasks.domains import units
-        from tasks.orclarify import annotate, brief, decompose, eligibility
         from tasks.roles import base, slot_hit
 
         return (records, store, base, slot_hit, annotate, brief, decompose, eligibility, units, sys.modules[__name__])

@@ -24,8 +24,8 @@ from typing import Any
 from pydantic import ValidationError
 
 from tasks import store
+from tasks.construction import SEVERITIES, UNIT_KINDS
 from tasks.errors import InputError
-from tasks.orclarify import SEVERITIES, UNIT_KINDS
 from tasks.records import Brief, Case, CaseMetadata, HiddenSlot, Unit
 
 BENCHMARK = "OR-Clarify"

@@ -112,10 +112,10 @@ def _failure(record_id: str, role: str, failure: Any) -> dict:
 
 def build_unit_chunk(domain: str, records_in: list[dict], cfg: dict, roles: dict) -> dict:
     """Decompose, filter, mask and annotate a chunk of records of ``domain``; the cases plus notes and failures."""
+    from tasks.construction import brief
     from tasks.domains import get_domain
     from tasks.llm.client import LLMClient
     from tasks.llm.records import RoleFailure
-    from tasks.orclarify import brief
     from tasks.roles.config import RolesParams
 
     dom: UnitDomain = get_domain(domain)  # type: ignore[assignment]
@@ -287,7 +287,7 @@ class UnitDomain:
 
     def choose_hidden(self, record_id: str, candidates: Sequence[Unit], cfg: Any,
                       units: Sequence[Unit] = ()) -> list[list[str]]:
-        from tasks.orclarify.brief import choose_hidden
+        from tasks.construction.brief import choose_hidden
 
         return [choose_hidden(record_id, cfg.seed, [u.id for u in candidates], fraction=cfg.hide_fraction,
                               min_hidden=cfg.min_hidden, max_hidden=cfg.max_hidden)]
@@ -295,7 +295,7 @@ class UnitDomain:
     # ---- annotate ----------------------------------------------------------------------------------------------
 
     def slot_name(self, unit: Unit, units: Sequence[Unit]) -> str:
-        from tasks.orclarify.annotate import slot_name
+        from tasks.construction.annotate import slot_name
 
         return slot_name(unit)
 
@@ -346,8 +346,8 @@ class UnitDomain:
         import importlib
         import pkgutil
 
+        from tasks.construction import brief
         from tasks.domains import module_name
-        from tasks.orclarify import brief
 
         own = importlib.import_module(module_name(self.name) or type(self).__module__)
         mods = [own]
@@ -483,7 +483,7 @@ class KindGapInventory:
 
     def stated(self, brief: str) -> list[tuple[str, str]]:
         """``(kind, text)`` of every segment of the brief."""
-        from tasks.orclarify.decompose import segment
+        from tasks.construction.decompose import segment
 
         return [(self.classify(s.content, first=i == 0, structured=s.structured), s.content)
                 for i, s in enumerate(segment(brief))] if brief.strip() else []

@@ -1,6 +1,6 @@
 """Analytics requests: the unit taxonomy and the rule decomposer (segment, then type each segment by cue words).
 
-Segmentation is the optimisation decomposer's (``tasks.orclarify.decompose.segment``): sentences, bullet items, and
+Segmentation is the optimisation decomposer's (``tasks.construction.decompose.segment``): sentences, bullet items, and
 markdown tables kept whole with their lead-in. Typing scores every prose segment per kind with regex cues; the best
 score wins, ties go to the earlier kind in :data:`PRIORITY`. Tables, column lists and other structured blocks are
 ``schema``; the opening sentence is ``context`` unless it carries a strong cue of its own.
@@ -124,7 +124,7 @@ def classify(text: str, *, first: bool = False, structured: bool = False) -> str
 
 def decompose_text(text: str) -> list[Unit]:
     """A complete analytics request cut into typed units ``U1..Un`` (verbatim slices, whitespace collapsed)."""
-    from tasks.orclarify.decompose import segment
+    from tasks.construction.decompose import segment
 
     units = []
     for i, seg in enumerate(segment(text)):

@@ -3,7 +3,7 @@
 The local agents read the public brief only, and this inventory reads it with rules of its own
 (:mod:`.statements`: per aspect, does any sentence state it; :mod:`.brief_schema`: tables and columns from the
 brief's schema). It imports nothing from the construction side (the decomposer, the slot templates, the masking
-and eligibility code, ``tasks.orclarify``), so what the agents ask is not the rule that chose what to hide read
+and eligibility code, ``tasks.construction``), so what the agents ask is not the rule that chose what to hide read
 back (tests/test_analytics_inventory.py checks the import graph). Every aspect the brief does not state is a gap,
 asked with the request's tables, date columns, dimension and flag columns and metric name. The date basis (which
 date column and time zone define the window) is asked when the schema has two or more date columns and the brief

@@ -23,7 +23,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from tasks.orclarify.eligibility import LOWER, UPPER, eligibility, numbers
+from tasks.construction.eligibility import LOWER, UPPER, eligibility, numbers
 from tasks.records import Unit
 from tasks.roles.base import RoleSpec
 from tasks.roles.slot_hit import ENTITY_HEADS

@@ -27,7 +27,7 @@ from typing import Literal, get_args
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from tasks.orclarify import UNIT_KINDS
+from tasks.construction import UNIT_KINDS
 from tasks.records import Unit
 from tasks.roles.base import RoleSpec
 

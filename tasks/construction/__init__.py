@@ -1,6 +1,8 @@
-"""OR-Clarify construction (``construct@optimization``): decompose -> filter -> mask -> annotate.
+"""Unit construction, shared by every unit domain: decompose -> filter (eligibility) -> mask -> annotate -> brief.
 
-The published format's closed vocabularies live here, the one place that names them.
+The optimisation domain (``construct@optimization``, the OR-Clarify format) runs all of it; the analytics domain
+reuses its segmentation, annotation and brief rendering. The published format's closed vocabularies live here, the
+one place that names them.
 """
 
 UNIT_KINDS = ("context", "data", "constraint", "objective", "assumption")

@@ -46,7 +46,7 @@ def _check_unique(problems: list[ProblemRecord], path: Path) -> None:
 
 def load_problem_samples(path: Path) -> list[ProblemRecord]:
     """The samples JSONL; units given with a problem are checked here (not after construction)."""
-    from tasks.orclarify import UNIT_KINDS
+    from tasks.construction import UNIT_KINDS
 
     problems = store.read_jsonl(path, ProblemRecord)
     _check_unique(problems, path)

@@ -19,9 +19,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from tasks.construction import HIDEABLE_KINDS
 from tasks.domains.api import Eligibility
 from tasks.llm.embeddings import encode
-from tasks.orclarify import HIDEABLE_KINDS
 from tasks.records import Unit
 from tasks.roles.slot_hit import ENTITY_HEADS, content_words
 
