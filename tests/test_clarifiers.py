@@ -212,7 +212,8 @@ def _covered_transcript():
 
 
 def test_readygate_blocks_a_premature_ready_and_the_agent_asks_the_named_gap():
-    from tasks.clarifiers.gaps import OPTIMIZATION, open_gaps
+    from tasks.clarifiers.gaps import open_gaps
+    from tasks.domains.optimization.gaps import OPTIMIZATION
 
     transcript = _covered_transcript()
     pending = [g for g in open_gaps(OPTIMIZATION, BRIEF, transcript) if g.category == "constraint_set"]

@@ -114,10 +114,11 @@ def test_optimization_hooks_agree_with_its_slot_annotator():
 
 def test_the_gap_inventory_follows_the_domain():
     from tasks.clarifiers import gaps
+    from tasks.domains.optimization.gaps import OPTIMIZATION
 
     brief = "We need the weekly signup numbers from the `signups` table for the marketing review."
     optimisation = gaps.all_gaps(OPTIMIZATION_CONTEXT.gaps, brief)
-    assert OPTIMIZATION_CONTEXT.gaps is gaps.OPTIMIZATION and any(g.category == "objective" for g in optimisation)
+    assert OPTIMIZATION_CONTEXT.gaps is OPTIMIZATION and any(g.category == "objective" for g in optimisation)
     inventory = domain_context("analytics").gaps
     analytics = gaps.all_gaps(inventory, brief)
     assert inventory.facts(brief).entities == ["`signups`"]

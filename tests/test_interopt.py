@@ -13,8 +13,8 @@ from pydantic import ValidationError
 
 from tasks.clarifiers import interopt_roles as R
 from tasks.clarifiers.base import OPTIMIZATION_CONTEXT, MethodContext, get_method, reference_of
-from tasks.clarifiers.gaps import OPTIMIZATION
 from tasks.clarifiers.ledger import GapUpdate, Ledger
+from tasks.domains.optimization.gaps import OPTIMIZATION
 from tasks.episodes.records import USER_PREFIX, AgentView, TranscriptRow
 from tasks.errors import InputError
 from tasks.llm.records import RoleConfig, RoleFailure

@@ -16,8 +16,8 @@ from typing import Protocol as TypingProtocol
 
 from pydantic import BaseModel
 
-from tasks.clarifiers.gaps import OPTIMIZATION
 from tasks.domains.api import OPTIMIZATION_HINTS, DomainContext
+from tasks.domains.optimization.gaps import OPTIMIZATION
 from tasks.episodes.records import AgentAction, AgentView, Protocol
 from tasks.llm.records import RoleConfig, RoleFailure
 from tasks.records import MethodReference

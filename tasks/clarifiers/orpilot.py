@@ -28,8 +28,9 @@ from tasks.clarifiers.freeqa import (
     request_statement,
     role_failure_action,
 )
-from tasks.clarifiers.gaps import OBJECTIVE_CUE, GapInventory
+from tasks.clarifiers.gaps import GapInventory
 from tasks.domains.api import DomainContext
+from tasks.domains.optimization.gaps import OBJECTIVE_CUE
 from tasks.episodes.records import READY_MARKER, AgentAction, AgentView, Protocol
 from tasks.llm.records import RoleFailure
 from tasks.roles.base import RoleSpec

@@ -26,7 +26,7 @@ hook                        meaning
 ``evaluation``              ``episodes`` (the OR-Clarify loop over Case records) or ``questions`` (SWE question sets)
 ==========================  =========================================================================================
 
-The SWE domain (``tasks/domains/swe.py``), the optimisation domain (``tasks/domains/optimization.py``) and the
+The SWE domain (``tasks/domains/swe/``), the optimisation domain (``tasks/domains/optimization/``) and the
 analytics domain (``tasks/domains/analytics/``) implement it; :class:`tasks.domains.units.UnitDomain` implements
 ``construct`` / ``write`` / ``validation_table`` from the finer hooks for any domain whose records are free text
 cut into typed units (what ``python -m flows.new_domain`` scaffolds).

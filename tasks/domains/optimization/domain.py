@@ -2,7 +2,7 @@
 
 A :class:`~tasks.domains.units.UnitDomain` whose decomposition and annotation go through model roles
 (``decomposer``, ``slot_annotator``; local backends by default) and whose cases are also written as OR-Clarify TOML.
-Evaluated by the episode loop with the optimisation gap inventory (``tasks/clarifiers/gaps.py``).
+Evaluated by the episode loop with the optimisation gap inventory (:mod:`tasks.domains.optimization.gaps`).
 
 Per problem: units come from the source (TOML) or the ``decomposer`` role; ``eligibility`` marks the hide
 candidates (and why every unit was kept or dropped); ``choose_hidden`` draws OR-Clarify's shape (``hidden_counts``
@@ -197,7 +197,7 @@ class OptimizationDomain(UnitDomain):
 
     @property
     def gap_inventory(self):
-        from tasks.clarifiers.gaps import OPTIMIZATION
+        from tasks.domains.optimization.gaps import OPTIMIZATION
 
         return OPTIMIZATION
 
