@@ -78,7 +78,7 @@ def audited_precision(measured: float, judged_yes: int, judged: int) -> dict:
 
 def span_pool(issues, annotations, categories) -> dict[str, list[dict]]:
     """Per category key, every annotator span with its first offsets and whether it overlaps a workbook span."""
-    from tasks.masking import find_all
+    from tasks.domains.swe.masking import find_all
 
     pool: dict[str, list[dict]] = {c: [] for c in categories}
     for issue, ann in zip(issues, annotations):

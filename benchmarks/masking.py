@@ -29,7 +29,7 @@ def main(argv: list[str] | None = None) -> int:
     from tqdm import tqdm
 
     from tasks.domains.swe import load_clariti, mask_issue
-    from tasks.masking import find_leaks
+    from tasks.domains.swe.masking import find_leaks
     from tasks.params import SweConstructParams
 
     path = Path(args.workbook)

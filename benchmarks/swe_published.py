@@ -67,8 +67,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--bootstrap", type=int, default=2000)
     args = parser.parse_args(argv)
 
+    from tasks.domains.swe.workbook import PUBLISHED_COLUMNS, published_lists
     from tasks.evaluation.swe import SweEvalSettings, evaluate_swe, load_swe_inputs
-    from tasks.evaluation.swe_workbook import PUBLISHED_COLUMNS, published_lists
     from tasks.params import load_params
     from tasks.rewards.parse import parse_questions
 

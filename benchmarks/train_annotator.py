@@ -39,7 +39,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.siblings import load  # noqa: E402
-from tasks.masking import find_all as _occurrences  # noqa: E402
+from tasks.domains.swe.masking import find_all as _occurrences  # noqa: E402
 
 DEFAULT_DATA = ROOT.parent / "shared" / "data" / "clariti" / "data.xlsx"
 OUT = ROOT / "benchmarks" / "out" / "train_annotator.json"

@@ -13,7 +13,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 AGENTS = ROOT / "tasks" / "clarifiers"
-FORBIDDEN = ("tasks.construction", "tasks.masking", "tasks.roles.or_user")
+FORBIDDEN = ("tasks.construction", "tasks.domains.swe.masking", "tasks.roles.or_user")
 
 
 def imported_names(source: str) -> set[str]:
@@ -37,10 +37,10 @@ def forbidden(names: set[str]) -> set[str]:
 
 def test_the_scan_sees_direct_lazy_and_dynamic_imports():
     source = ("from tasks.construction.eligibility import eligible\n"
-              "def f():\n    from tasks import masking\n    import importlib\n"
+              "def f():\n    from tasks.domains.swe import masking\n    import importlib\n"
               "    return importlib.import_module('tasks.roles.or_user')\n")
     assert forbidden(imported_names(source)) == {"tasks.construction.eligibility",
-                                                 "tasks.construction.eligibility.eligible", "tasks.masking",
+                                                 "tasks.construction.eligibility.eligible", "tasks.domains.swe.masking",
                                                  "tasks.roles.or_user"}
 
 

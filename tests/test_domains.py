@@ -71,7 +71,7 @@ def test_every_shipped_domain_satisfies_the_api(name):
 
 def test_swe_hooks_agree_with_the_masking_stage():
     from tasks.domains.swe import mask_issue
-    from tasks.swe_samples import load_samples
+    from tasks.domains.swe.samples import load_samples
 
     swe = get_domain("swe")
     cfg = SweConstructParams(variants_per_issue=3)

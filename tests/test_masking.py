@@ -8,9 +8,17 @@ import pytest
 
 from tasks.categories import Category
 from tasks.domains.swe import case_id_for, mask_issue
-from tasks.masking import all_combinations, choose_hidden, fence_count, find_leaks, locate, mask_text, normalise_ws
+from tasks.domains.swe.masking import (
+    all_combinations,
+    choose_hidden,
+    fence_count,
+    find_leaks,
+    locate,
+    mask_text,
+    normalise_ws,
+)
+from tasks.domains.swe.samples import load_samples
 from tasks.params import SweConstructParams
-from tasks.swe_samples import load_samples
 from tests.conftest import MINI, SAMPLES
 
 MARKERS = re.compile(r"\[(REDACTED|MASKED|HIDDEN|REMOVED)\]|<(redacted|masked|hidden|removed)>|XXX|\.\.\.\s*$", re.I)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from tasks.domains.swe import load_clariti, mask_issue
-from tasks.masking import find_leaks
+from tasks.domains.swe.masking import find_leaks
 from tasks.params import SweConstructParams
 from tests.conftest import SHARED
 

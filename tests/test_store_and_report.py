@@ -9,8 +9,8 @@ import sys
 
 import pytest
 
-from tasks import masking
 from tasks.caching import content_key
+from tasks.domains.swe import masking
 from tasks.errors import InputError
 from tasks.reporting import ReportInputs, build_report, flatten, load_stage_metrics, render_markdown, write_report
 from tasks.store import ARTIFACT_MARKER, publish_dir, staged_dir

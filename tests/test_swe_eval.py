@@ -516,7 +516,7 @@ WORKBOOK = SHARED / "data" / "clariti" / "data.xlsx"
 
 @pytest.mark.realdata
 def test_published_sets_questions_per_issue():
-    from tasks.evaluation.swe_workbook import PUBLISHED_COLUMNS, published_lists
+    from tasks.domains.swe.workbook import PUBLISHED_COLUMNS, published_lists
     from tasks.rewards.parse import parse_questions
 
     means = {}
@@ -533,7 +533,7 @@ def test_rewrite3_cases_and_error_information_shares():
     """CLARITI asks about Error Information more often than GPT-5 (paper: 26.4% vs 10.2%; the local classifier,
     against rewrite 3, gives about 20% vs 12%). Every other issue, so that a cold embedding cache costs half as much;
     ``benchmarks/swe_published.py`` classifies all of them (the shares are the same to 0.001)."""
-    from tasks.evaluation.swe_workbook import PUBLISHED_COLUMNS, published_lists, rewrite3_cases
+    from tasks.domains.swe.workbook import PUBLISHED_COLUMNS, published_lists, rewrite3_cases
     from tasks.rewards.parse import parse_questions
     from tasks.roles.question_classifier import ClassifierInput, local_batch
 

@@ -10,8 +10,8 @@ import pytest
 
 from tasks import store
 from tasks.domains.swe import mask_issue
+from tasks.domains.swe.samples import load_samples
 from tasks.params import SweConstructParams
-from tasks.swe_samples import load_samples
 from tasks.validation import docs
 from tests.conftest import MINI
 

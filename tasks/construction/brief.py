@@ -19,10 +19,10 @@ from collections.abc import Sequence
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from tasks import masking
 from tasks.llm.records import RoleConfig, RoleFailure
 from tasks.records import Unit
 from tasks.roles.base import RoleSpec, run_role
+from tasks.text import normalise_ws
 
 
 def choose_hidden(
@@ -112,8 +112,8 @@ SPEC = RoleSpec(name="rewriter", input_model=RewriteInput, output_model=RewriteO
 
 def leaked_units(brief: str, hidden: Sequence[Unit]) -> list[str]:
     """Ids of hidden units whose content appears verbatim (whitespace-normalised) in the brief."""
-    norm = masking.normalise_ws(brief)
-    return [u.id for u in hidden if masking.normalise_ws(u.content) in norm]
+    norm = normalise_ws(brief)
+    return [u.id for u in hidden if normalise_ws(u.content) in norm]
 
 
 def render_briefs(

@@ -1,7 +1,7 @@
 """Domain registry: a domain is a module that turns its sources into cases and says how they are evaluated.
 
-The interface is :class:`tasks.domains.api.Domain` (documented there, hook by hook). Adding a domain = one module
-``tasks/domains/<name>.py`` (or package) that exposes ``DOMAIN`` + ``construct.<name>`` and ``evaluate.<name>``
+The interface is :class:`tasks.domains.api.Domain` (documented there, hook by hook). Adding a domain = one package
+``tasks/domains/<name>/`` (or module) that exposes ``DOMAIN`` + ``construct.<name>`` and ``evaluate.<name>``
 entries in params.yaml + the name in ``domains:``; ``dvc.yaml``'s matrices pick it up. ``python -m flows.new_domain
 NAME`` scaffolds all of it. Modules named in :data:`KNOWN` are the shipped domains; any other name resolves to
 ``tasks.domains.<name>`` when that module exists.
@@ -62,14 +62,14 @@ def get_domain(name: str) -> Domain:
     module = module_name(name)
     if module is None:
         raise DomainError(f"unknown domain {name!r} (known: {', '.join(domain_names())})")
-    try:
-        loaded = importlib.import_module(module)
+    try:  # a package domain loads its DOMAIN on first use, so that import runs here too
+        domain = getattr(importlib.import_module(module), "DOMAIN", None)
     except Exception as err:  # a broken domain module may raise anything while it runs
         raise DomainError(f"domain {name!r}: its module {module} fails to import ({type(err).__name__}: {err})"
                           ) from err
-    if not hasattr(loaded, "DOMAIN"):
+    if domain is None:
         raise DomainError(f"domain {name!r}: its module {module} defines no DOMAIN")
-    return loaded.DOMAIN
+    return domain
 
 
 def domain_context(name: str) -> DomainContext:

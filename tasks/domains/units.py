@@ -433,14 +433,14 @@ class UnitDomain:
     def validation_table(self, result: ConstructResult):
         import pandas as pd
 
-        from tasks import masking
+        from tasks.text import normalise_ws
 
         rows = []
         for case in result.cases:
             ids = [u.id for u in case.units]
             hidden = [uid for s in case.hidden_slots for uid in s.unit_ids]
             visible = case.brief.visible_unit_ids
-            brief_norm = masking.normalise_ws(case.brief.content)
+            brief_norm = normalise_ws(case.brief.content)
             required = [case.brief.content] + [
                 v for s in case.hidden_slots
                 for v in (s.name, s.severity_reason, s.simulator_answer, s.semantic_hit_rule)
@@ -453,7 +453,7 @@ class UnitDomain:
                 "units_partitioned": sorted(set(hidden) | set(visible)) == sorted(ids) and len(set(ids)) == len(ids),
                 "severity": ",".join(sorted({str(s.severity) for s in case.hidden_slots})),
                 "severities_valid": all(s.severity in SEVERITIES for s in case.hidden_slots),
-                "leak_free": not any(masking.normalise_ws(u.content) in brief_norm
+                "leak_free": not any(normalise_ws(u.content) in brief_norm
                                      for u in case.units if u.id in hidden),
                 "slot_ids_unique": len({s.slot_id for s in case.hidden_slots}) == len(case.hidden_slots),
                 "required_fields_filled": all(str(v).strip() for v in required)

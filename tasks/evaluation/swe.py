@@ -34,8 +34,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from tasks.domains.swe.workbook import PUBLISHED_COLUMNS
 from tasks.errors import InputError
-from tasks.evaluation.swe_workbook import PUBLISHED_COLUMNS
 from tasks.records import SAFE_ID, Case
 from tasks.rewards.config import RewardConfig
 from tasks.roles.config import RolesParams
@@ -156,7 +156,7 @@ def _load_cases(root: Path, settings: SweEvalSettings) -> tuple[list[Case], dict
     from tasks.store import read_jsonl
 
     if settings.case_source == "workbook_rewrite3":
-        from tasks.evaluation.swe_workbook import rewrite3_cases
+        from tasks.domains.swe.workbook import rewrite3_cases
 
         workbook = _path(root, settings.published.workbook)
         cases, notes = rewrite3_cases(workbook)
@@ -212,10 +212,10 @@ def _load_weights(root: Path, settings: SweEvalSettings) -> tuple[dict[str, floa
 def load_swe_inputs(root: Path, settings: SweEvalSettings) -> SweInputs:
     """Read and validate every input (cases, methods and their files, weights, surrogate, workbook, harness
     reports); raises ``InputError(path, message, field=...)`` before any work is done."""
+    from tasks.domains.swe.workbook import instance_meta, published_lists
     from tasks.evaluation import swe_methods
     from tasks.evaluation.swe_bridge import merge_measured, read_harness
     from tasks.evaluation.swe_surrogate import load_surrogate
-    from tasks.evaluation.swe_workbook import instance_meta, published_lists
 
     root = Path(root)
     cases, notes, source = _load_cases(root, settings)

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tasks import masking, store
+from tasks import store
+from tasks.domains.swe import masking
 from tasks.errors import InputError
 from tasks.records import IssueRecord
 

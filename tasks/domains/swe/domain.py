@@ -20,16 +20,17 @@ from typing import Any, ClassVar
 
 from tqdm import tqdm
 
-from tasks import caching, categories, masking, records, store
+from tasks import caching, categories, records, store
 from tasks.caching import RunStats
 from tasks.categories import Category
 from tasks.domains import ConstructResult
 from tasks.domains.api import Eligibility, JudgeHints, Severity, Taxonomy
+from tasks.domains.swe import masking
+from tasks.domains.swe.samples import check_unique, load_samples
 from tasks.errors import InputError
 from tasks.params import SPLIT_KEYS, SweConstructParams, section
 from tasks.records import Brief, Case, CaseMetadata, HiddenSlot, IssueRecord, SpanAnnotation, Unit
 from tasks.roles.config import RolesParams, describe_roles
-from tasks.swe_samples import check_unique, load_samples
 
 BENCHMARK = "clarifyflow-swe"
 MASKING_BACKEND = "rules: span removal + fluency clean-up (no model)"

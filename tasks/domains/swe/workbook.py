@@ -79,9 +79,9 @@ def _hidden_evidence(info: str) -> dict[Category, str]:
 
 def rewrite3_cases(path: Path) -> tuple[list[Any], dict[str, int]]:
     """Cases for the workbook's rewrite 3 (one per row), plus counts of the rows left out and why."""
-    from tasks import masking
-    from tasks.domains.swe import parse_category_mapping
+    from tasks.domains.swe.domain import parse_category_mapping
     from tasks.records import Brief, Case, CaseMetadata, HiddenSlot, Unit
+    from tasks.text import normalise_ws
 
     frame = read_workbook(path, ["instance_id", "repo", "version", "original issue", "hints_text", "category_mapping",
                                  "rewrite_3", "hidden_categories_3", "hidden_info_3"])
@@ -119,13 +119,13 @@ def rewrite3_cases(path: Path) -> tuple[list[Any], dict[str, int]]:
                             simulator_answer="\n\n".join(u.content for u in units if u.category == c))
                  for n, c in enumerate(hidden, start=1)]
         present_all = [c for c in Category if c in set(present) | set(hidden)]
-        norm_brief = masking.normalise_ws(brief)
+        norm_brief = normalise_ws(brief)
         cases.append(Case(
             metadata=CaseMetadata(benchmark=BENCHMARK, case_id=f"{iid}__rewrite3", domain="swe", source_id=iid),
             units=units,
             hidden_slots=slots,
             brief=Brief(content=brief, visible_unit_ids=[u.id for u in units if u.category not in hidden
-                                                         and masking.normalise_ws(u.content) in norm_brief]),
+                                                         and normalise_ws(u.content) in norm_brief]),
             full_text=full,
             hints=_text(row["hints_text"]),
             present_categories=present_all,

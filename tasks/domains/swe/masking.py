@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 from tasks.categories import ORDER, Category
 from tasks.errors import MaskingError
+from tasks.text import normalise_ws
 
 LEAK_MIN_CHARS = 20
 PIECE_MIN_CHARS = 12
@@ -43,10 +44,6 @@ class LocatedSpan:
     text: str
     start: int
     end: int
-
-
-def normalise_ws(text: str) -> str:
-    return " ".join(text.split())
 
 
 def fence_count(text: str) -> int:
