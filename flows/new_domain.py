@@ -1,15 +1,17 @@
-"""new_domain: scaffold a domain from the template (module, params entries, sample records, a test).
+"""new_domain: scaffold a domain from the template (its package, params entries, sample records, a test).
 
 ``python -m flows.new_domain NAME`` writes
 
-- ``tasks/domains/NAME.py``: a working copy of ``tasks/domains/template.py`` (kinds, cue words, templates);
+- ``tasks/domains/NAME/``: the domain's package, as the shipped domains are: ``domain.py``, a working copy of
+  ``tasks/domains/template.py`` (kinds, cue words, templates), and an ``__init__.py`` that loads its ``DOMAIN``;
 - ``data/samples/NAME/records.jsonl`` (the template's example records) and ``data/samples/NAME/README.md``;
 - ``tests/test_domain_NAME.py``: the domain satisfies the API, its records become gated cases, its agents ask;
 - ``params.yaml``: NAME appended to ``domains:``, plus ``construct.NAME`` and ``evaluate.NAME`` sections,
 
-after which ``dvc.yaml``'s matrices have ``construct@NAME`` and ``evaluate@NAME``. A name that is not a lower-case
-identifier, is reserved, or already names a domain, a params section, a samples folder or a test is refused with one
-line and exit code 2, before anything is written.
+The samples stay under ``data/samples/NAME/`` (``construct@NAME``'s DVC dep and ``construct.NAME.samples_path``) and
+the test under ``tests/`` (pytest's ``testpaths``). After this ``dvc.yaml``'s matrices have ``construct@NAME`` and
+``evaluate@NAME``. A name that is not a lower-case identifier, is reserved, or already names a domain, a params
+section, a samples folder or a test is refused with one line and exit code 2, before anything is written.
 """
 
 from __future__ import annotations
@@ -40,8 +42,9 @@ def camel(name: str) -> str:
 
 
 def paths(root: Path, name: str) -> dict[str, Path]:
-    return {"module": root / "tasks" / "domains" / f"{name}.py", "samples": root / "data" / "samples" / name,
-            "test": root / "tests" / f"test_domain_{name}.py"}
+    package = root / "tasks" / "domains" / name
+    return {"package": package / "__init__.py", "module": package / "domain.py",
+            "samples": root / "data" / "samples" / name, "test": root / "tests" / f"test_domain_{name}.py"}
 
 
 def check_name(name: str, root: Path, params_path: Path) -> None:
@@ -56,9 +59,11 @@ def check_name(name: str, root: Path, params_path: Path) -> None:
                                "starting with a letter")
     if name in RESERVED:
         raise InputError(name, "reserved name; choose another")
-    taken = [str(p.relative_to(root)) for p in paths(root, name).values() if p.exists()]
+    taken = [str(p.relative_to(root)) for key, p in paths(root, name).items() if key != "package" and p.exists()]
     if (root / "tasks" / "domains" / name).is_dir():
         taken.append(f"tasks/domains/{name}/")
+    if (root / "tasks" / "domains" / f"{name}.py").is_file():
+        taken.append(f"tasks/domains/{name}.py")
     if module_name(name) is not None and not taken:
         taken.append(f"tasks/domains ({module_name(name)})")
     if not params_path.is_file():
@@ -96,6 +101,16 @@ def module_text(name: str) -> str:
     return text
 
 
+def package_text(name: str) -> str:
+    return f'''"""{camel(name)} domain, scaffolded by ``python -m flows.new_domain {name}``: the domain object in
+:mod:`.domain`, loaded on first use (PEP 562). Samples: ``data/samples/{name}/records.jsonl``."""
+
+from tasks.lazy_exports import lazy_exports
+
+__getattr__, __dir__ = lazy_exports(__name__, {{"DOMAIN": "domain", "{camel(name)}Domain": "domain"}})
+'''
+
+
 def samples_text() -> str:
     from tasks.domains.template import EXAMPLES
 
@@ -113,7 +128,7 @@ def samples_readme(name: str) -> str:
 examples; replace them with your own complete requests (write them yourself, with no text copied from other
 datasets) and say here where they come from and under which licence.
 
-The decomposer in `tasks/domains/{name}.py` cuts each `text` into sentences and list items and types each piece:
+The decomposer in `tasks/domains/{name}/domain.py` cuts each `text` into sentences and list items and types each piece:
 
 | kind | hideable | meaning |
 |---|---|---|
@@ -168,7 +183,7 @@ def test_local_agents_ask_about_the_hidden_kinds():
 
 def construct_entry(name: str) -> str:
     return f"""  {name}:
-    source: samples                 # complete records, decomposed by tasks/domains/{name}.py
+    source: samples                 # complete records, decomposed by tasks/domains/{name}/domain.py
     samples_path: data/samples/{name}/records.jsonl
     limit: null                     # keep the first N records
     hide_fraction: 0.5              # share of the hideable units a case hides ...
@@ -194,7 +209,7 @@ def evaluate_entry(name: str) -> str:
     dask_address: null
     over_questioning_after: 4
     bootstrap: 2000
-    methods:                        # local agents ask from the domain's gap inventory (tasks/domains/{name}.py)
+    methods:                        # local agents ask from the domain's gap inventory (tasks/domains/{name}/)
       - {{name: freeqa, protocols: [open]}}
       - {{name: mc_d, protocols: [mc_d]}}
       - {{name: interopt, protocols: [open, mc_d]}}
@@ -253,19 +268,20 @@ def scaffold(name: str, params: str = "params.yaml") -> list[str]:
     if name not in parsed.get("domains", []) or name not in parsed["construct"] or name not in parsed["evaluate"]:
         raise InputError(params_path, "could not add the domain's entries (unexpected layout); add them by hand")
     where = paths(root, name)
+    atomic_write_text(where["package"], package_text(name))
     atomic_write_text(where["module"], module_text(name))
     atomic_write_text(where["samples"] / "records.jsonl", samples_text())
     atomic_write_text(where["samples"] / "README.md", samples_readme(name))
     atomic_write_text(where["test"], test_text(name))
     atomic_write_text(params_path, new_params)
-    written = [where["module"], where["samples"] / "records.jsonl", where["samples"] / "README.md", where["test"],
-               params_path]
+    written = [where["package"], where["module"], where["samples"] / "records.jsonl", where["samples"] / "README.md",
+               where["test"], params_path]
     return [str(p.relative_to(root)) for p in written]
 
 
 def describe(name: str, written: list[str]) -> str:
     return (f"new domain {name!r}: wrote {', '.join(written)} (domains, construct.{name}, evaluate.{name}); next: "
-            f"edit tasks/domains/{name}.py and data/samples/{name}/records.jsonl, then `pytest "
+            f"edit tasks/domains/{name}/domain.py and data/samples/{name}/records.jsonl, then `pytest "
             f"tests/test_domain_{name}.py` and `dvc repro construct@{name} evaluate@{name}`")
 
 

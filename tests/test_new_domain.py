@@ -49,11 +49,12 @@ def test_existing_or_unsafe_names_are_refused_with_one_line(project, name):
 def test_a_scaffolded_domain_builds_and_evaluates(project, prefect_api):
     out = python(project, "-m", "flows.new_domain", NAME).stdout
     assert f"new domain '{NAME}'" in out
-    for rel in (f"tasks/domains/{NAME}.py", f"data/samples/{NAME}/records.jsonl", f"data/samples/{NAME}/README.md",
+    for rel in (f"tasks/domains/{NAME}/__init__.py", f"tasks/domains/{NAME}/domain.py",
+                f"data/samples/{NAME}/records.jsonl", f"data/samples/{NAME}/README.md",
                 f"tests/test_domain_{NAME}.py"):
         assert (project / rel).is_file(), rel
     # `make test` lints first, so the scaffold must pass it as written
-    python(project, "-m", "ruff", "check", "--config", str(ROOT / "pyproject.toml"), f"tasks/domains/{NAME}.py",
+    python(project, "-m", "ruff", "check", "--config", str(ROOT / "pyproject.toml"), f"tasks/domains/{NAME}",
            f"tests/test_domain_{NAME}.py")
     params = yaml.safe_load((project / "params.yaml").read_text())
     assert NAME in params["domains"] and NAME in params["construct"] and NAME in params["evaluate"]
