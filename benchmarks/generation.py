@@ -161,12 +161,12 @@ def worker(spec_path: Path) -> int:
     """One evaluate@swe policy workload in this process: every policy row over the cases, in the stage's batches."""
     import torch
 
-    from tasks.evaluation.swe_methods import MethodContext, build_method
+    from tasks.evaluation.swe_methods import QuestionContext, build_method
     from tasks.records import Case
 
     spec = json.loads(spec_path.read_text(encoding="utf-8"))
     cases = [Case.model_validate(c) for c in spec["cases"]]
-    ctx = MethodContext(root=ROOT)
+    ctx = QuestionContext(root=ROOT)
     load = generate = 0.0
     texts: list[str] = []
     started = time.perf_counter()

@@ -52,7 +52,7 @@ def main() -> int:
 
     from tasks.domains import domain_context
     from tasks.evaluation.evaluate import play
-    from tasks.evaluation.runs import EvalSettings, UnitStore, load_cases
+    from tasks.evaluation.runs import EvalSettings, episode_store, load_cases
     from tasks.llm.cache import CallCache
     from tasks.llm.client import LLMClient
     from tasks.llm.providers import ensure_registered
@@ -73,7 +73,7 @@ def main() -> int:
         @flow(name=f"or-eval-throughput-{tag}")
         def bench():
             started = time.perf_counter()
-            results, stats = play(cases, settings, roles, UnitStore(tmp / f"store-{tag}"),
+            results, stats = play(cases, settings, roles, episode_store(tmp / f"store-{tag}"),
                                   domain=domain_context("optimization"), client=client, runner=args.runner)
             return results, stats, time.perf_counter() - started
 
@@ -98,7 +98,7 @@ def main() -> int:
         "critical_path_bound_s": round(bound, 2), "ratio_vs_bound": round(elapsed / bound, 3) if bound else None,
         "target_ratio": 1.3, "ok_vs_latency_ideal": bool(ideal) and elapsed <= 1.3 * ideal,
         "ok_vs_bound": bool(bound) and elapsed <= 1.3 * bound,
-        "played": stats.played, "reused": stats.reused,
+        "played": stats.computed, "reused": stats.reused,
         "backend": "InterOPT agent roles: mock provider replaying the local backends; user, detector, judge: local",
     }
     print(json.dumps(figures, indent=1))

@@ -42,7 +42,7 @@ def main() -> int:
 
     from tasks.domains import domain_context
     from tasks.evaluation.evaluate import play, write_outputs
-    from tasks.evaluation.runs import EvalSettings, UnitStore, load_cases
+    from tasks.evaluation.runs import EvalSettings, episode_store, load_cases
     from tasks.params import load_params
 
     params = load_params(ROOT / "params.yaml")
@@ -55,7 +55,7 @@ def main() -> int:
                                "limit": args.limit, "case_ids": None, "concurrency": args.concurrency,
                                "task_runner": "serial"})
     cases = load_cases(Path(args.cases), limit=args.limit)
-    store = UnitStore(ROOT / ".cache" / "eval" / "bench-or-methods")
+    store = episode_store(ROOT / ".cache" / "eval" / "bench-or-methods")
     started = time.perf_counter()
     domain = domain_context("optimization")  # the published OR-Clarify cases
     results, stats = play(cases, settings, params.roles, store, domain=domain, runner="serial",
@@ -68,12 +68,12 @@ def main() -> int:
         OUT.mkdir(parents=True, exist_ok=True)
         for name in ("summary.json", "report.md", "recovery.json", "recovery.png", "run_config.json"):
             shutil.copy(Path(tmp) / name, OUT / name)
-    print(f"{len(results)} episodes ({stats.played} played, {stats.reused} from the store) in {elapsed:.0f} s")
+    print(f"{len(results)} episodes ({stats.computed} played, {stats.reused} from the store) in {elapsed:.0f} s")
     print("row".ljust(28) + "".join(c[:14].rjust(16) for c in COLUMNS))
     for row, metrics in [*summary["rows"].items(), *summary["reference_rows"].items()]:  # ranked, then references
         label = row + (" (reference)" if row in summary["reference_rows"] else "")
         print(label.ljust(28) + "".join(_fmt(metrics.get(c)).rjust(16) for c in COLUMNS))
-    (OUT / "timing.json").write_text(json.dumps({"episodes": len(results), "played": stats.played,
+    (OUT / "timing.json").write_text(json.dumps({"episodes": len(results), "played": stats.computed,
                                                  "seconds": round(elapsed, 1)}, indent=1) + "\n")
     return 0
 

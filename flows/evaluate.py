@@ -154,7 +154,7 @@ def evaluate_episodes(domain: str, params: str, out: str | None, runner: str | N
     from tasks.evaluation import metrics as eval_metrics
     from tasks.evaluation.evaluate import play, write_outputs
     from tasks.evaluation.report import publish_report
-    from tasks.evaluation.runs import UnitStore, check_policies
+    from tasks.evaluation.runs import check_policies, episode_store
     from tasks.llm.client import default_client
     from tasks.roles.failures import check_failure_rates, episode_failure_counts, episode_fallbacks
     from tasks.splits import split_counts
@@ -166,7 +166,7 @@ def evaluate_episodes(domain: str, params: str, out: str | None, runner: str | N
 
     root, cfg, settings, cases = prepare(domain, params)
     context = domain_context(domain)
-    store = UnitStore(root / ".cache" / "eval" / domain)
+    store = episode_store(root / ".cache" / "eval" / domain)
     client = default_client()
     bar = _progress_bar()
     results, stats = play(cases, settings, cfg.roles, store, domain=context, client=client, runner=runner,
@@ -202,7 +202,7 @@ def evaluate_episodes(domain: str, params: str, out: str | None, runner: str | N
 
     atomic_write_json(plot_data_path(root, domain), recovery_rows(read_json_object(out_dir / "recovery.json")))
     publish_report(report, key=f"evaluate-{domain}")
-    return {"domain": domain, "episodes": len(results), "played": stats.played, "reused": stats.reused,
+    return {"domain": domain, "episodes": len(results), "played": stats.computed, "reused": stats.reused,
             "rows": len(summary["rows"]) + len(summary["reference_rows"]),
             "seconds": round(time.monotonic() - started, 1),
             "out": str(out_dir.relative_to(root)) if out_dir.is_relative_to(root) else str(out_dir)}

@@ -33,13 +33,33 @@ def _fingerprint(value: Any) -> Any:
     return value
 
 
-def code_fingerprint(modules: Iterable[ModuleType]) -> str:
+def code_fingerprint(modules: Iterable[ModuleType | Path], root: Path | None = None) -> str:
+    """Hash of the source files of ``modules`` (file objects such as prompt templates and weights are hashed as they
+    are). With ``root``, each file's path relative to it is hashed too, so a moved file changes the hash."""
     digest = hashlib.sha256()
     for module in modules:
-        source = inspect.getsourcefile(module)
+        source = module if isinstance(module, Path) else inspect.getsourcefile(module)
         if source:
+            if root is not None:
+                digest.update(Path(source).relative_to(root).as_posix().encode())
             digest.update(sha256_file(Path(source)).encode())
     return digest.hexdigest()
+
+
+TASKS = Path(__file__).resolve().parent
+CODE_SUFFIXES = (".py", ".j2", ".npz")
+"""What counts as code: modules, prompt templates and weight files."""
+
+
+def code_version(*parts: str) -> str:
+    """Hash of the project code under ``parts`` (files or folders, relative to ``tasks/``): every module, prompt
+    template and weight file there, by path and content, in path order. A store that keys its results with it
+    computes them again after any edit there."""
+    files: set[Path] = set()
+    for part in parts:
+        path = TASKS / part
+        files |= set(path.rglob("*")) if path.is_dir() else {path}
+    return code_fingerprint(sorted(p for p in files if p.is_file() and p.suffix in CODE_SUFFIXES), root=TASKS)
 
 
 def content_key(parameters: dict[str, Any], *, task_name: str, modules: Iterable[ModuleType]) -> str:

@@ -44,7 +44,7 @@ def main() -> int:
     from tasks.domains import domain_context
     from tasks.evaluation.evaluate import play
     from tasks.evaluation.metrics import summarise
-    from tasks.evaluation.runs import UnitStore, load_cases
+    from tasks.evaluation.runs import episode_store, load_cases
     from tasks.llm.client import LLMClient
     from tasks.llm.providers import ensure_registered
     from tasks.llm.providers.mock import replay_local
@@ -58,11 +58,11 @@ def main() -> int:
     methods = [{"name": m.split(":")[0], "protocols": [m.split(":")[1]]} for m in args.methods.split(",")]
     settings = settings_for(methods, repeats=args.repeats, max_turns=8, concurrency=args.concurrency)
     cases = load_cases(Path(args.cases), limit=args.limit)
-    results, stats = play(cases, settings, roles, UnitStore(Path(args.store)), domain=domain_context("optimization"),
-                          client=LLMClient(), runner=args.runner)
+    results, stats = play(cases, settings, roles, episode_store(Path(args.store)),
+                          domain=domain_context("optimization"), client=LLMClient(), runner=args.runner)
     summary = summarise([r.episode for r in results], [r.judge for r in results], {c.case_id: c for c in cases},
                         n_resamples=200, seed=0)
-    Path(args.out).write_text(json.dumps({"summary": summary, "played": stats.played, "reused": stats.reused},
+    Path(args.out).write_text(json.dumps({"summary": summary, "played": stats.computed, "reused": stats.reused},
                                          sort_keys=True, indent=1))
     return 0
 

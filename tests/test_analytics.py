@@ -121,12 +121,12 @@ def test_the_inventory_asks_specific_questions_about_what_the_brief_leaves_open(
 
 def test_local_agents_recover_hidden_analytics_facts(cases, tmp_path):
     from tasks.evaluation.evaluate import play
-    from tasks.evaluation.runs import EvalSettings, UnitStore
+    from tasks.evaluation.runs import EvalSettings, episode_store
 
     picked = [c for c in cases if c.case_id in ("ana_clinic_001", "ana_hotel_001", "ana_marketing_001")]
     settings = EvalSettings(methods=[{"name": "freeqa", "protocols": ["open"]}, {"name": "mc_d"}], repeats=1,
                             bootstrap=200, task_runner="serial", max_turns=8)
-    results, _ = play(picked, settings, RolesParams(), UnitStore(tmp_path), domain=domain_context("analytics"),
+    results, _ = play(picked, settings, RolesParams(), episode_store(tmp_path), domain=domain_context("analytics"),
                       runner="serial")
     disclosed = sum(bool(t.disclosed_slot_ids) for r in results for t in r.episode.question_turns)
     hits = Counter(s.hit for r in results for s in r.judge.slot_scores)

@@ -446,10 +446,10 @@ class FakePolicy:
 
 
 def test_policy_asks_its_list_in_chunks_generates_once_per_brief_then_ready():
-    from tasks.clarifiers.policy import PolicyMethod, PolicyOptions
+    from tasks.clarifiers.policy import EpisodePolicyOptions, PolicyMethod
 
     fake = FakePolicy()
-    method = PolicyMethod("policy", PolicyOptions(questions_per_turn=2), loader=lambda: fake)
+    method = PolicyMethod("policy", EpisodePolicyOptions(questions_per_turn=2), loader=lambda: fake)
     agent = method.new_agent("bakery_001", BRIEF, "open", seed=0, ctx=MethodContext())
     actions, _ = drive(agent, lambda t, a: open_reply(t, "Yes."))
     assert [a.kind for a in actions] == ["ask", "ask", "ready"]
@@ -484,10 +484,10 @@ def test_policy_maps_a_recorded_smollm2_label_back_to_the_loadable_base(tmp_path
 
 
 def test_policy_episode_through_the_loop():
-    from tasks.clarifiers.policy import PolicyMethod, PolicyOptions
+    from tasks.clarifiers.policy import EpisodePolicyOptions, PolicyMethod
     from tasks.episodes.loop import run_episode
 
-    method = PolicyMethod("policy", PolicyOptions(), loader=FakePolicy)
+    method = PolicyMethod("policy", EpisodePolicyOptions(), loader=FakePolicy)
     episode = run_episode(bakery_case(), method, "open", repeat=1, seed=0, max_turns=20, ctx=MethodContext())
     assert episode.ready and episode.protocol_failure is None
     assert [t.question for t in episode.question_turns] == ["Should the plan maximise weekly profit?",

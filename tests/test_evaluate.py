@@ -199,13 +199,14 @@ def test_evaluate_flow_writes_gated_artifacts_and_resumes(project, prefect_api):
 def _published(method: str, protocol: str, *, repeats: int = 1, store: Path):
     from tasks.evaluation.evaluate import play
     from tasks.evaluation.metrics import summarise
-    from tasks.evaluation.runs import EvalSettings, UnitStore, load_cases
+    from tasks.evaluation.runs import EvalSettings, episode_store, load_cases
     from tasks.roles.config import RolesParams
 
     cases = load_cases(OR_CASES)
     settings = EvalSettings(methods=[{"name": method, "protocols": [protocol]}], repeats=repeats, bootstrap=200,
                             task_runner="serial")
-    results, _ = play(cases, settings, RolesParams(), UnitStore(store), domain=OPTIMIZATION_CONTEXT, runner="serial")
+    results, _ = play(cases, settings, RolesParams(), episode_store(store), domain=OPTIMIZATION_CONTEXT,
+                      runner="serial")
     return summarise([r.episode for r in results], [r.judge for r in results], {c.case_id: c for c in cases},
                      n_resamples=200, seed=0)[f"{protocol}::{method}"]
 
@@ -231,7 +232,7 @@ def test_the_same_units_on_a_dask_cluster_give_the_same_metrics(tmp_path, prefec
 
     from tasks.evaluation.evaluate import play
     from tasks.evaluation.metrics import summarise
-    from tasks.evaluation.runs import EvalSettings, UnitStore, load_cases
+    from tasks.evaluation.runs import EvalSettings, episode_store, load_cases
     from tasks.roles.config import RolesParams
 
     cases = load_cases(ROOT / "tests" / "data" / "or_cases.jsonl", limit=2)
@@ -239,9 +240,9 @@ def test_the_same_units_on_a_dask_cluster_give_the_same_metrics(tmp_path, prefec
                             bootstrap=200, concurrency=2)
 
     def run(runner: str, store: str) -> dict:
-        results, stats = play(cases, settings, RolesParams(), UnitStore(tmp_path / store), domain=OPTIMIZATION_CONTEXT,
-                              runner=runner)
-        assert stats.played == len(results) == 4
+        results, stats = play(cases, settings, RolesParams(), episode_store(tmp_path / store),
+                              domain=OPTIMIZATION_CONTEXT, runner=runner)
+        assert stats.computed == len(results) == 4
         return summarise([r.episode for r in results], [r.judge for r in results], n_resamples=200)
 
     on_dask = flow(name="eval-on-dask")(lambda: run("dask", "dask"))()
@@ -254,7 +255,7 @@ def test_reference_rows_stay_apart_in_the_summary_the_metrics_and_the_report(tmp
     from flows.evaluate import _episode_headline, metric_rows
     from tasks.evaluation import metrics as M
     from tasks.evaluation.evaluate import play, write_outputs
-    from tasks.evaluation.runs import EvalSettings, UnitStore
+    from tasks.evaluation.runs import EvalSettings, episode_store
     from tasks.roles.config import RolesParams
     from tasks.validation import gate
 
@@ -262,7 +263,7 @@ def test_reference_rows_stay_apart_in_the_summary_the_metrics_and_the_report(tmp
     methods = [{"name": "freeqa", "protocols": ["open"]}, {"name": "oracle", "protocols": ["open"]},
                {"name": "floor", "method": "ready_now", "protocols": ["open"]}]
     settings = EvalSettings(methods=methods, repeats=1, bootstrap=100, task_runner="serial")
-    results, _ = play([case], settings, RolesParams(), UnitStore(tmp_path / "store"), domain=OPTIMIZATION_CONTEXT,
+    results, _ = play([case], settings, RolesParams(), episode_store(tmp_path / "store"), domain=OPTIMIZATION_CONTEXT,
                       runner="serial")
     summary = write_outputs(tmp_path / "out", results, [case], settings, RolesParams(), domain=OPTIMIZATION_CONTEXT,
                             source="test")

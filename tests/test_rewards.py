@@ -144,13 +144,13 @@ PARSER_TEXTS = [
 @pytest.mark.parametrize("text", PARSER_TEXTS)
 def test_policy_clarifier_and_reward_parse_alike(text):
     """The OR policy agent asks what the reward (and the SWE evaluation) parse, less exact repeats."""
-    from tasks.clarifiers.policy import PolicyMethod, PolicyOptions
+    from tasks.clarifiers.policy import EpisodePolicyOptions, PolicyMethod
 
     class Fixed:
         def ask(self, brief):
             return text
 
-    asked = PolicyMethod("policy", PolicyOptions(), loader=Fixed).questions("a brief")
+    asked = PolicyMethod("policy", EpisodePolicyOptions(), loader=Fixed).questions("a brief")
     assert asked == parse_questions(text, dedupe=True)
     assert set(asked) <= set(parse_questions(text))
 

@@ -229,7 +229,7 @@ def test_every_construct_section_has_split_keys_with_comments():
 
 def test_swe_summary_report_and_stage_metrics_state_the_split(swe, tmp_path):
     from tasks.evaluation.swe import SweEvalSettings, evaluate_swe, load_swe_inputs, split_metrics
-    from tasks.evaluation.swe_methods import MethodContext, PolicyOptions, PolicyQuestioner
+    from tasks.evaluation.swe_methods import PolicyQuestioner, QuestionContext, QuestionPolicyOptions
     from tasks.reporting.sections import split_line
     from tasks.roles.config import RolesParams
     from tests.test_swe_eval import FakePolicy
@@ -242,8 +242,8 @@ def test_swe_summary_report_and_stage_metrics_state_the_split(swe, tmp_path):
         {"name": "no_questions"},
         {"name": "sft_policy", "method": "policy", "options": {"adapter": "data/models/sft/adapter"}}]})
     inputs = load_swe_inputs(root, settings)
-    context = MethodContext(roles=RolesParams(), weights=inputs.weights, root=root)
-    policy = PolicyQuestioner("sft_policy", context, PolicyOptions(), loader=FakePolicy)
+    context = QuestionContext(roles=RolesParams(), weights=inputs.weights, root=root)
+    policy = PolicyQuestioner("sft_policy", context, QuestionPolicyOptions(), loader=FakePolicy)
     summary = evaluate_swe(inputs.cases, settings, RolesParams(), tmp_path / "out", root=root, inputs=inputs,
                            methods={"sft_policy": policy})
     n_train = len({r.instance_id for r in train})

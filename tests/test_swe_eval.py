@@ -16,9 +16,9 @@ from tasks.errors import InputError
 from tasks.evaluation import swe_bridge
 from tasks.evaluation.swe import SweEvalSettings, evaluate_swe, load_swe_inputs, rows_frame, summary_frame
 from tasks.evaluation.swe_methods import (
-    MethodContext,
-    PolicyOptions,
     PolicyQuestioner,
+    QuestionContext,
+    QuestionPolicyOptions,
     build_method,
 )
 from tasks.evaluation.swe_metrics import IssueBootstrap, method_metrics, outcome, presence_after
@@ -101,8 +101,8 @@ class FakePolicy:
                 "2. Which version of the library and Python are you using?" for _ in briefs]
 
 
-def ctx(**kw) -> MethodContext:
-    return MethodContext(roles=RolesParams(), weights=dict(CLARITI_WEIGHTS), **kw)
+def ctx(**kw) -> QuestionContext:
+    return QuestionContext(roles=RolesParams(), weights=dict(CLARITI_WEIGHTS), **kw)
 
 
 # ---- methods ---------------------------------------------------------------------------------------------------------
@@ -133,7 +133,7 @@ def test_each_method_maps_the_brief_to_questions(tmp_path):
     assert all(out.skipped == "no published list for this issue" for cid, out in by_id.items() if "gizmo" in cid)
 
     fake = FakePolicy()
-    policy = PolicyQuestioner("pol", context, PolicyOptions(), loader=lambda: fake)
+    policy = PolicyQuestioner("pol", context, QuestionPolicyOptions(), loader=lambda: fake)
     outs = policy.complete(c)
     assert fake.calls == 4 and policy.generations == 4 and len(parse_questions(outs[0].text)) == 2
 
@@ -315,8 +315,8 @@ METHODS = [{"name": "no_questions"}, {"name": "oracle_template"}, {"name": "ask_
 
 def run(root: Path, settings: SweEvalSettings, out: Path, fake: FakePolicy):
     inputs = load_swe_inputs(root, settings)
-    context = MethodContext(roles=RolesParams(), weights=inputs.weights, root=root)
-    policy = PolicyQuestioner("base_policy", context, PolicyOptions(), loader=lambda: fake)
+    context = QuestionContext(roles=RolesParams(), weights=inputs.weights, root=root)
+    policy = PolicyQuestioner("base_policy", context, QuestionPolicyOptions(), loader=lambda: fake)
     return evaluate_swe(inputs.cases, settings, RolesParams(), out, root=root, inputs=inputs,
                         methods={"base_policy": policy})
 

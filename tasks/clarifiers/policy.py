@@ -19,31 +19,25 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from tasks.clarifiers.base import BaseAgent, MethodContext
 from tasks.clarifiers.freeqa import parse_options, ready_summary
 from tasks.episodes.records import AgentAction, AgentView, Protocol
 from tasks.errors import InputError
 from tasks.rewards.parse import parse_questions
+from tasks.training.policy import PolicyOptions
 
 
-class PolicyOptions(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    adapter: str | None = None
-    base: str | None = None
-    """None: the base the adapter records, or SmolLM2 without an adapter."""
+class EpisodePolicyOptions(PolicyOptions):
     questions_per_turn: int = Field(default=1, ge=1)
-    max_new_tokens: int = Field(default=256, ge=1)
-    system_prompt: str | None = None
 
 
 class PolicyMethod:
     protocols: tuple[Protocol, ...] = ("open",)
     uses_detector = True
 
-    def __init__(self, name: str, options: PolicyOptions, loader: Callable[[], Any] | None = None):
+    def __init__(self, name: str, options: EpisodePolicyOptions, loader: Callable[[], Any] | None = None):
         self.name = name
         self.options = options
         self._loader = loader or self._load
@@ -99,7 +93,7 @@ class PolicyAgent(BaseAgent):
 
 
 def policy(name: str, options: dict[str, Any]) -> PolicyMethod:
-    opts = parse_options(name, options, PolicyOptions)
+    opts = parse_options(name, options, EpisodePolicyOptions)
     if opts.adapter is not None and not (Path(opts.adapter) / "adapter_config.json").is_file():
         why = ("folder not found" if not Path(opts.adapter).exists()
                else "not a LoRA adapter (adapter_config.json missing)")

@@ -82,14 +82,3 @@ def domain_context(name: str) -> DomainContext:
                           f"episodes")
     return DomainContext(name=name, hints=domain.judge_hints, gaps=domain.gap_inventory,
                          user_aspects={kind: tuple(asks) for kind, asks in domain.user_aspects.items()})
-
-
-def code_version() -> str:
-    """Hash of every domain module's source (gap inventories, judge hints, user aspects shape the episodes)."""
-    import hashlib
-
-    digest = hashlib.sha256()
-    for path in sorted(FOLDER.rglob("*.py")):
-        digest.update(path.relative_to(FOLDER).as_posix().encode())
-        digest.update(path.read_bytes())
-    return digest.hexdigest()

@@ -9,20 +9,20 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from tasks.caching import code_version
 from tasks.clarifiers.base import Method, MethodContext, get_method
-from tasks.domains import code_version as domains_code_version
+from tasks.evaluation.engine import UnitStats, UnitStore
 from tasks.evaluation.runs import (
+    EPISODE_CODE,
     EvalSettings,
     MethodEntry,
     Unit,
     UnitResult,
-    UnitStore,
     check_policies,
-    code_version,
+    episode_store,
     execute,
     plan_units,
     unit_key,
@@ -32,12 +32,6 @@ from tasks.roles.config import RolesParams
 
 if TYPE_CHECKING:
     from tasks.domains.api import DomainContext
-
-
-@dataclass
-class PlayStats:
-    played: int = 0
-    reused: int = 0
 
 
 _METHODS: dict[str, Method] = {}
@@ -64,7 +58,7 @@ def play_unit(unit: Unit, case: Case, entry: MethodEntry, settings: EvalSettings
     from tasks.episodes.loop import run_episode
     from tasks.evaluation.judge import judge_episodes
 
-    store = UnitStore(store_folder)
+    store = episode_store(store_folder)
     key = unit_key(unit, case, entry, settings, roles, code)
     done = store.get(key)
     if done is not None:
@@ -82,10 +76,10 @@ def play_unit(unit: Unit, case: Case, entry: MethodEntry, settings: EvalSettings
     return result, False
 
 
-def play(cases: Sequence[Case], settings: EvalSettings, roles: RolesParams, store: UnitStore, *,
+def play(cases: Sequence[Case], settings: EvalSettings, roles: RolesParams, store: UnitStore[UnitResult], *,
          domain: DomainContext, client=None, runner: str | None = None,
          progress: Callable[[int, int], None] | None = None,
-         units: Sequence[Unit] | None = None) -> tuple[list[UnitResult], PlayStats]:
+         units: Sequence[Unit] | None = None) -> tuple[list[UnitResult], UnitStats]:
     """Every unit's result in unit order (finished units come from ``store``), each played and judged in
     ``domain`` (the evaluation's, built once where it starts)."""
     from functools import partial
@@ -95,14 +89,15 @@ def play(cases: Sequence[Case], settings: EvalSettings, roles: RolesParams, stor
     check_policies(cases, settings)  # a trained policy never plays a source id it was trained on
     units = list(units) if units is not None else plan_units(cases, settings)
     runner = runner or settings.task_runner
-    code = f"{code_version()}:{domains_code_version()}"  # the domains' gap inventories and hints shape the episodes
+    code = code_version(*EPISODE_CODE)
     # Dask may run the work in other processes: nothing unpicklable (the LLM client) travels with it there
     shared = None if runner == "dask" else client
     work = partial(_play_one, by_id=by_id, entries=entries, settings=settings, roles=roles, store=store.folder,
                    code=code, domain=domain, client=shared)
     outcomes = execute(units, work, concurrency=settings.concurrency, runner=runner,
                        dask_address=settings.dask_address, progress=progress)
-    stats = PlayStats(played=sum(not reused for _, reused in outcomes), reused=sum(reused for _, reused in outcomes))
+    stats = UnitStats(computed=sum(not reused for _, reused in outcomes),
+                      reused=sum(reused for _, reused in outcomes))
     return [result for result, _ in outcomes], stats
 
 

@@ -1,12 +1,12 @@
 """Evaluation runs: the episode units of one evaluation, their resumable store, and the per-run artifacts.
 
-A **unit** is one case x method x protocol x repeat. Running a unit plays the episode and judges it; the result
-(:class:`UnitResult`) is written atomically to ``<store>/<key>.json``, where ``key`` hashes everything that
-determines the result: the case's content, the method's settings, the protocol, the repeat, the seed, the turn
-limit, the settings of every role, and the source of the code that plays and judges episodes. A run that is killed
-at any point therefore resumes by skipping the units whose file exists; the units that were cut off replay their
-finished model calls from the LLM call cache, so no provider call is repeated. The store lives under ``.cache`` (not
-a DVC output), so it survives stage reruns.
+An episode **unit** is one case x method x protocol x repeat. Running a unit plays the episode and judges it; the
+result (:class:`UnitResult`) goes to the engine's store (``tasks.evaluation.engine``, :func:`episode_store`) under a
+key that hashes everything that determines it: the case's content, the method's settings, the protocol, the repeat,
+the seed, the turn limit, the settings of every role, and the source of the code that plays and judges episodes
+(:data:`EPISODE_CODE`). A run that is killed at any point therefore resumes by skipping the units whose file exists;
+the units that were cut off replay their finished model calls from the LLM call cache, so no provider call is
+repeated.
 
 Run artifacts (or-clarify.md §9) are written per unit under
 ``runs/<protocol>/<method>/run_<KK>/<case_id>/`` by :func:`write_run_dir`.
@@ -14,7 +14,6 @@ Run artifacts (or-clarify.md §9) are written per unit under
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
@@ -23,9 +22,11 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from tasks.episodes.records import PROTOCOLS, Episode, JudgeResult, Protocol
+from tasks.evaluation import engine
+from tasks.evaluation.engine import UnitStore
 from tasks.evaluation.sanity import SanitySettings
 from tasks.records import SAFE_ID, Case
-from tasks.store import atomic_write_json, atomic_write_text, canonical_json
+from tasks.store import atomic_write_json, atomic_write_text
 
 
 class MethodEntry(BaseModel):
@@ -153,22 +154,15 @@ def plan_units(cases: Sequence[Case], settings: EvalSettings) -> list[Unit]:
     return units
 
 
-def code_version() -> str:
-    """Hash of the source that plays and judges episodes; any edit there invalidates the stored results."""
-    root = Path(__file__).resolve().parents[1]
-    files = [p for folder in ("episodes", "clarifiers", "roles", "llm") for p in (root / folder).rglob("*")]
-    files += [root / "evaluation" / "judge.py", root / "records.py"]  # not the metrics, plots or report
-    files += [root / "training" / "policy.py", root / "training" / "prompts.py"]  # how a policy method generates
-    digest = hashlib.sha256()
-    for path in sorted(files):
-        if path.is_file() and path.suffix in {".py", ".j2", ".npz"}:
-            digest.update(path.relative_to(root).as_posix().encode())
-            digest.update(path.read_bytes())
-    return digest.hexdigest()
+EPISODE_CODE = ("episodes", "clarifiers", "roles", "llm", "domains", "evaluation/judge.py", "records.py",
+                "training/policy.py", "training/prompts.py")
+"""The code that plays and judges episodes (``tasks.caching.code_version`` of it keys the units): the loop, the
+methods, the roles, the LLM layer, the domains' gap inventories and hints, the judge and how a policy method
+generates; not the metrics, plots or report."""
 
 
 def unit_key(unit: Unit, case: Case, entry: MethodEntry, settings: EvalSettings, roles: BaseModel, code: str) -> str:
-    material = {
+    return engine.unit_key({
         "unit": unit.model_dump(),
         "case": case.model_dump(mode="json", exclude={"metadata": {"split"}}),  # the split never changes a result
         "method": entry.model_dump(mode="json"),
@@ -177,30 +171,12 @@ def unit_key(unit: Unit, case: Case, entry: MethodEntry, settings: EvalSettings,
         "over_questioning_after": settings.over_questioning_after,
         "roles": roles.model_dump(mode="json", exclude={"max_failure_rate"}),  # a threshold never changes a result
         "code": code,
-    }
-    return hashlib.sha256(canonical_json(material).encode()).hexdigest()
+    })
 
 
-class UnitStore:
-    """``<folder>/<key>.json`` per finished unit, written atomically (a half-written file is never visible)."""
-
-    def __init__(self, folder: Path):
-        self.folder = Path(folder)
-
-    def path(self, key: str) -> Path:
-        return self.folder / key[:2] / f"{key}.json"
-
-    def get(self, key: str) -> UnitResult | None:
-        path = self.path(key)
-        if not path.is_file():
-            return None
-        try:
-            return UnitResult.model_validate_json(path.read_bytes())
-        except ValueError:  # a file from an incompatible version: play the unit again
-            return None
-
-    def put(self, result: UnitResult) -> None:
-        atomic_write_text(self.path(result.key), result.model_dump_json())
+def episode_store(folder: Path) -> UnitStore[UnitResult]:
+    """The store of finished episode units (``tasks.evaluation.engine.UnitStore``)."""
+    return UnitStore(folder, UnitResult)
 
 
 # ---- run artifacts (or-clarify.md §9) ----------------------------------------------------------------------------

@@ -36,6 +36,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from tasks.domains.swe.workbook import PUBLISHED_COLUMNS
 from tasks.errors import InputError
+from tasks.evaluation.engine import UnitStats
 from tasks.records import SAFE_ID, Case
 from tasks.rewards.config import RewardConfig
 from tasks.roles.config import RolesParams
@@ -276,25 +277,20 @@ def check_trained_policies(root: Path, settings: SweEvalSettings, cases: Sequenc
 # ---- running -------------------------------------------------------------------------------------------------
 
 
-@dataclass
-class RunStats:
-    computed: int = 0
-    reused: int = 0
-    seconds: float = 0.0
-
-
 def run_units(cases: Sequence[Case], settings: SweEvalSettings, roles: RolesParams, inputs: SweInputs, *,
               root: Path, reward: RewardConfig, client=None, progress: Callable[[int, int], None] | None = None,
-              methods: dict | None = None) -> tuple[dict[str, list], RunStats]:
+              methods: dict | None = None) -> tuple[dict[str, list], UnitStats]:
     """Every (method, case) unit, from the store or computed in batches; per method, units in case order."""
-    from tasks.evaluation.swe_methods import MethodContext, build_method
-    from tasks.evaluation.swe_units import SweUnitStore, code_version, compute_units, unit_key
+    from tasks.caching import code_version
+    from tasks.evaluation.engine import UnitStore
+    from tasks.evaluation.swe_methods import QuestionContext, build_method
+    from tasks.evaluation.swe_units import QUESTION_CODE, SweUnit, compute_units, unit_key
 
-    store = SweUnitStore(Path(root) / UNIT_STORE)
-    ctx = MethodContext(roles=roles, weights=inputs.weights, client=client, root=Path(root),
+    store = UnitStore(Path(root) / UNIT_STORE, SweUnit)
+    ctx = QuestionContext(roles=roles, weights=inputs.weights, client=client, root=Path(root),
                         published=inputs.published)
-    code = code_version()
-    stats = RunStats()
+    code = code_version(*QUESTION_CODE)
+    stats = UnitStats()
     started = time.monotonic()
     total, done = len(cases) * len(settings.methods), 0
     out: dict[str, list] = {}

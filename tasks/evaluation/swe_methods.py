@@ -40,6 +40,7 @@ from tasks.errors import InputError
 from tasks.llm.records import RoleConfig
 from tasks.records import Case, MethodReference
 from tasks.roles.config import RolesParams
+from tasks.training.policy import PolicyOptions
 
 
 class Completion(BaseModel):
@@ -53,7 +54,7 @@ class Completion(BaseModel):
     """A generation that failed (an LLM error): the case counts with no questions."""
 
 
-class MethodContext(BaseModel):
+class QuestionContext(BaseModel):
     """What methods may read besides the case: role settings, category weights, published lists."""
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
@@ -75,7 +76,7 @@ def by_weight(categories: Sequence[Category], weights: dict[str, float]) -> list
 class SweMethod:
     kind = "base"
 
-    def __init__(self, name: str, ctx: MethodContext):
+    def __init__(self, name: str, ctx: QuestionContext):
         self.name = name
         self.ctx = ctx
 
@@ -108,7 +109,7 @@ class TemplateOptions(_Options):
 class _WriterMethod(SweMethod):
     """Questions from the ``question_writer`` role for a list of categories per case."""
 
-    def __init__(self, name: str, ctx: MethodContext, options: TemplateOptions):
+    def __init__(self, name: str, ctx: QuestionContext, options: TemplateOptions):
         super().__init__(name, ctx)
         self.options = options
 
@@ -154,15 +155,9 @@ class AskEverything(_WriterMethod):
         return by_weight(list(Category), self.ctx.weights)
 
 
-class PolicyOptions(_Options):
-    adapter: str | None = None
-    """A LoRA adapter folder (``data/models/sft/adapter``); None: the base model."""
-    base: str | None = None
-    """None: the base the adapter records, else SmolLM2."""
-    max_new_tokens: int = Field(default=256, ge=1)
+class QuestionPolicyOptions(PolicyOptions):
     batch_size: int = Field(default=8, ge=1)
-    system_prompt: str | None = None
-    stop: list[str] = []
+    stop: list[str] = Field(default_factory=list)
     """Strings that end a generation (``GenerationSettings.stop``)."""
     stop_at_list_end: bool = True
     """End a generation when its list is finished (``GenerationSettings.stop_at_list_end``)."""
@@ -171,7 +166,8 @@ class PolicyOptions(_Options):
 class PolicyQuestioner(SweMethod):
     kind = "policy"
 
-    def __init__(self, name: str, ctx: MethodContext, options: PolicyOptions, loader: Callable[[], Any] | None = None):
+    def __init__(self, name: str, ctx: QuestionContext, options: QuestionPolicyOptions,
+                 loader: Callable[[], Any] | None = None):
         super().__init__(name, ctx)
         self.options = options
         self._loader = loader or self._load
@@ -234,7 +230,7 @@ class LlmQuestioner(SweMethod):
     ROLE = "swe_questioner"
     """The accounting label of its calls (not a registered role)."""
 
-    def __init__(self, name: str, ctx: MethodContext, options: LlmOptions):
+    def __init__(self, name: str, ctx: QuestionContext, options: LlmOptions):
         super().__init__(name, ctx)
         self.options = options
 
@@ -288,7 +284,7 @@ class PublishedOptions(_Options):
 class Published(SweMethod):
     kind = "published"
 
-    def __init__(self, name: str, ctx: MethodContext, options: PublishedOptions):
+    def __init__(self, name: str, ctx: QuestionContext, options: PublishedOptions):
         super().__init__(name, ctx)
         self.options = options
 
@@ -307,11 +303,11 @@ class Published(SweMethod):
                 else Completion(skipped="no published list for this issue") for c in cases]
 
 
-KINDS: dict[str, tuple[type[SweMethod], type[_Options] | None]] = {
+KINDS: dict[str, tuple[type[SweMethod], type[BaseModel] | None]] = {
     "no_questions": (NoQuestions, None),
     "oracle_template": (OracleTemplate, TemplateOptions),
     "ask_everything": (AskEverything, TemplateOptions),
-    "policy": (PolicyQuestioner, PolicyOptions),
+    "policy": (PolicyQuestioner, QuestionPolicyOptions),
     "llm_questioner": (LlmQuestioner, LlmOptions),
     "published": (Published, PublishedOptions),
 }
@@ -348,7 +344,7 @@ def parse_options(kind: str, options: dict[str, Any]) -> BaseModel | None:
         raise ValueError(f"options.{loc}: {first['msg']}" if loc else first["msg"]) from None
 
 
-def build_method(name: str, kind: str, options: dict[str, Any], ctx: MethodContext, **extra: Any) -> SweMethod:
+def build_method(name: str, kind: str, options: dict[str, Any], ctx: QuestionContext, **extra: Any) -> SweMethod:
     parsed = parse_options(kind, options)  # raises ValueError for an unknown kind
     cls = KINDS[kind][0]
     return cls(name, ctx) if parsed is None else cls(name, ctx, parsed, **extra)

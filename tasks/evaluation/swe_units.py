@@ -1,6 +1,6 @@
 """One unit of the SWE evaluation = one (method, case): the method's questions, the simulated user's answers, the
-judges' labels and the staged reward. Units are stored as JSON under a content key (resumable, like
-``tasks.evaluation.runs.UnitStore``), so a rerun recomputes only what changed.
+judges' labels and the staged reward. Units are stored as JSON under a content key (the engine's store,
+``tasks.evaluation.engine.UnitStore``), so a rerun recomputes only what changed.
 
 Per question (every role through ``run_role``, so each can be local or an LLM, per ``params.yaml: roles``):
 
@@ -20,19 +20,17 @@ does not depend on which cases were scored before it.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
+from tasks.evaluation import engine
 from tasks.params import reward_with_roles
 from tasks.records import Case
 from tasks.rewards.config import RewardConfig
 from tasks.roles.config import RolesParams
-from tasks.store import atomic_write_text, canonical_json
 
 UNIT_ROLES = ("swe_user", "redundancy_judge", "answerability_judge", "question_classifier")
 
@@ -75,45 +73,14 @@ class SweUnit(BaseModel):
     role_failures: dict[str, int] = {}
 
 
-class SweUnitStore:
-    """``<folder>/<key[:2]>/<key>.json`` per finished unit, written atomically."""
-
-    def __init__(self, folder: Path):
-        self.folder = Path(folder)
-
-    def path(self, key: str) -> Path:
-        return self.folder / key[:2] / f"{key}.json"
-
-    def get(self, key: str) -> SweUnit | None:
-        path = self.path(key)
-        if not path.is_file():
-            return None
-        try:
-            return SweUnit.model_validate_json(path.read_bytes())
-        except ValueError:  # a file from an incompatible version: compute the unit again
-            return None
-
-    def put(self, unit: SweUnit) -> None:
-        atomic_write_text(self.path(unit.key), unit.model_dump_json())
-
-
-def code_version() -> str:
-    """Hash of the source that determines a unit (methods, units, roles and their prompts, rewards, policy prompt)."""
-    tasks = Path(__file__).resolve().parents[1]
-    files = [tasks / "evaluation" / "swe_units.py", tasks / "evaluation" / "swe_methods.py",
-             tasks / "training" / "prompts.py"]
-    for folder in ("roles", "rewards"):
-        files += sorted(p for p in (tasks / folder).rglob("*") if p.is_file() and p.suffix in {".py", ".j2", ".npz"})
-    digest = hashlib.sha256()
-    for path in files:
-        digest.update(path.relative_to(tasks).as_posix().encode())
-        digest.update(path.read_bytes())
-    return digest.hexdigest()
+QUESTION_CODE = ("evaluation/swe_units.py", "evaluation/swe_methods.py", "training/prompts.py", "roles", "rewards")
+"""The code that determines a question unit (``tasks.caching.code_version`` of it keys the units): the methods, the
+units, the roles and their prompts, the rewards and the policy prompt."""
 
 
 def unit_key(*, case: Case, method: str, fingerprint: dict, case_input: Any, roles: RolesParams,
              reward: RewardConfig, weights: dict[str, float], code: str) -> str:
-    material = {
+    return engine.unit_key({
         "case": case.model_dump(mode="json", exclude={"metadata": {"split"}}),  # the split never changes a result
         "method": method,
         "fingerprint": fingerprint,
@@ -122,8 +89,7 @@ def unit_key(*, case: Case, method: str, fingerprint: dict, case_input: Any, rol
         "reward": reward.model_dump(mode="json"),
         "weights": weights,
         "code": code,
-    }
-    return hashlib.sha256(canonical_json(material).encode()).hexdigest()
+    })
 
 
 def evaluation_reward(reward: RewardConfig, roles: RolesParams) -> RewardConfig:

@@ -46,6 +46,21 @@ class Clarifier(Protocol):
         ...
 
 
+class PolicyOptions(BaseModel):
+    """How an evaluation method runs a trained policy: the options both evaluation kinds' ``policy`` methods share
+    (each kind adds its own: ``EpisodePolicyOptions``, ``QuestionPolicyOptions``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    adapter: str | None = None
+    """A LoRA adapter folder (``data/models/sft/adapter``); None: the base model."""
+    base: str | None = None
+    """None: the base the adapter records, or SmolLM2 without an adapter."""
+    max_new_tokens: int = Field(default=256, ge=1)
+    system_prompt: str | None = None
+    """None: the training prompt (``tasks.training.prompts.SYSTEM_PROMPT``)."""
+
+
 class GenerationSettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
