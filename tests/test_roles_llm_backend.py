@@ -175,7 +175,8 @@ def test_every_role_is_configurable_from_params_and_listed():
     from tests.conftest import ROOT
 
     params = Params.model_validate(yaml.safe_load((ROOT / "params.yaml").read_text()))
-    assert set(type(params.roles).model_fields) - {"max_failure_rate"} == set(ROLE_NAMES)  # every role, one setting
+    # every role, one setting
+    assert set(type(params.roles).model_fields) - {"max_failure_rate", "preset"} == set(ROLE_NAMES)
     assert set(describe_roles(params.roles)) == set(ROLE_NAMES)
     with pytest.raises(Exception, match="backend"):
         RolesParams.model_validate({"annotator": {"backend": "gpt"}})

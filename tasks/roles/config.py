@@ -1,8 +1,11 @@
-"""Per-role backend settings (``params.yaml: roles``) and the one function that lists them for reports."""
+"""Per-role backend settings (``params.yaml: roles``), the agent/user/judge preset, and the one function that lists
+them for reports."""
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_serializer, model_validator
 
 from tasks.llm.records import RoleConfig
 
@@ -78,6 +81,43 @@ LOCAL_IMPLEMENTATIONS = {
 """What each role's local backend is, in words, for reports."""
 
 
+PRESET_GROUPS = {
+    "agent": ("or_generic_agent", "or_choice_agent", "or_ready_gate", "or_orpilot_agent", "or_gap_search",
+              "or_open_gap_search", "or_candidate_agent", "or_open_candidate_agent", "or_question_selector",
+              "or_direct_question", "or_gap_alignment"),
+    "user": ("or_open_user", "or_choice_user"),
+    "judge": ("slot_hit_judge", "or_session_judge", "question_detector"),
+}
+"""The roles of an episode evaluation (evaluate@optimization, evaluate@analytics) that ``roles.preset`` sets: the
+clarifying agents' roles, the simulated user, and the judges (the slot-hit judge, the session judge, and the question
+detector that counts the agent's questions)."""
+
+
+class PresetRole(RoleConfig):
+    """One group's settings in ``roles.preset``: only the fields written here replace each role's own (the rest,
+    e.g. a role's ``max_tokens``, stay as ``roles.<name>`` says); ``backend`` is ``llm`` unless written."""
+
+    backend: Literal["local", "llm"] = "llm"
+
+    @model_serializer(mode="wrap")
+    def _written_only(self, handler):
+        data = handler(self)
+        return {k: v for k, v in data.items() if k in self.model_fields_set}
+
+    def overrides(self) -> dict:
+        return {"backend": self.backend, **{k: getattr(self, k) for k in self.model_fields_set}}
+
+
+class RolePreset(BaseModel):
+    """``roles.preset``: the agent, user and judge roles of an episode evaluation in one place."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    agent: PresetRole | None = None
+    user: PresetRole | None = None
+    judge: PresetRole | None = None
+
+
 class RolesParams(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -109,6 +149,19 @@ class RolesParams(BaseModel):
     max_failure_rate: float = Field(default=0.2, ge=0.0, le=1.0)
     """A stage fails (nothing published) when any role's share of failed requests is above this
     (``tasks/roles/failures.py``); 1.0 never fails."""
+    preset: RolePreset = RolePreset()
+    """Applied over the roles of each group in :data:`PRESET_GROUPS` (its written fields win)."""
+
+    @model_validator(mode="after")
+    def _apply_preset(self) -> RolesParams:
+        for group, names in PRESET_GROUPS.items():
+            entry: PresetRole | None = getattr(self.preset, group)
+            if entry is None:
+                continue
+            overrides = entry.overrides()
+            for name in names:
+                setattr(self, name, getattr(self, name).model_copy(update=overrides))
+        return self
 
     def get(self, name: str) -> RoleConfig:
         if name not in ROLE_NAMES:
@@ -127,6 +180,8 @@ def describe_roles(roles: RolesParams) -> dict[str, dict]:
             out[name] = {
                 "backend": "llm",
                 "model": cfg.model,
+                "api_base": cfg.api_base,
+                "api_key_env": cfg.api_key_env,
                 "temperature": cfg.temperature,
                 "max_tokens": cfg.max_tokens,
                 "max_regenerations": cfg.max_regenerations,
@@ -135,3 +190,4 @@ def describe_roles(roles: RolesParams) -> dict[str, dict]:
 
 
 assert set(LOCAL_IMPLEMENTATIONS) == set(ROLE_NAMES)
+assert {name for names in PRESET_GROUPS.values() for name in names} <= set(ROLE_NAMES)
