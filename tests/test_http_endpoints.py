@@ -289,3 +289,17 @@ def test_bad_endpoint_settings_are_one_line_naming_the_file_and_field(tmp_path, 
     line = str(err.value)
     assert "\n" not in line and line.startswith(f"{path}: field 'roles.preset.judge") and message in line, line
     assert "sk-live-abc123" not in line and "pw@" not in line
+
+
+def test_the_preset_sets_its_groups_and_keeps_what_it_does_not_write():
+    from tasks.llm.records import RoleConfig
+
+    written = {"model": "hosted_vllm/user-model", "api_base": "http://127.0.0.1:9/v1/"}
+    roles = RolesParams.model_validate({"or_open_user": {"max_tokens": 256}, "preset": {"user": written}})
+    assert roles.or_open_user == RoleConfig(backend="llm", model="hosted_vllm/user-model",
+                                            api_base="http://127.0.0.1:9/v1", max_tokens=256)
+    assert roles.or_choice_user.backend == "llm" and roles.or_choice_user.max_tokens == 512
+    assert roles.or_generic_agent.backend == roles.slot_hit_judge.backend == "local"
+    assert roles.model_dump()["preset"]["user"] == {**written, "api_base": "http://127.0.0.1:9/v1"}
+    assert RolesParams.model_validate(roles.model_dump()) == roles  # a dumped copy (Prefect, Dask) means the same
+    assert RolesParams.model_validate({"preset": {"judge": {"backend": "local"}}}).slot_hit_judge.backend == "local"

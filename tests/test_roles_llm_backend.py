@@ -181,3 +181,17 @@ def test_every_role_is_configurable_from_params_and_listed():
     with pytest.raises(Exception, match="backend"):
         RolesParams.model_validate({"annotator": {"backend": "gpt"}})
     assert json.dumps(describe_roles(RolesParams()))
+
+
+def test_the_readme_lists_every_role_and_the_preset_groups():
+    import re
+
+    from tasks.roles.config import PRESET_GROUPS
+    from tests.conftest import ROOT
+
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    table = text.split("**Every role**", 1)[1].split("\n\n", 2)[1]
+    rows = re.findall(r"^\| `(\w+)` \|[^|]*\|\s*(\w*)\s*\|", table, re.M)
+    assert sorted(name for name, _ in rows) == sorted(ROLE_NAMES)
+    assert {name: group for name, group in rows if group} == {
+        name: group for group, names in PRESET_GROUPS.items() for name in names}
