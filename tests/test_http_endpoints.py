@@ -303,3 +303,24 @@ def test_the_preset_sets_its_groups_and_keeps_what_it_does_not_write():
     assert roles.model_dump()["preset"]["user"] == {**written, "api_base": "http://127.0.0.1:9/v1"}
     assert RolesParams.model_validate(roles.model_dump()) == roles  # a dumped copy (Prefect, Dask) means the same
     assert RolesParams.model_validate({"preset": {"judge": {"backend": "local"}}}).slot_hit_judge.backend == "local"
+
+
+def test_the_endpoint_enters_the_cache_key_only_when_set(monkeypatch, key):
+    from tasks.llm.cache import call_key
+    from tasks.llm.client import endpoint_kwargs
+    from tasks.llm.records import RoleConfig
+
+    ask = [{"role": "user", "content": "hello"}]
+    plain = call_key("openai/m", ask, {"temperature": 0.0}, None)
+    assert call_key("openai/m", ask, {"temperature": 0.0}, None, api_base=None, extra={}) == plain  # old keys hold
+    here = call_key("openai/m", ask, {"temperature": 0.0}, None, api_base="http://127.0.0.1:1/v1")
+    assert here != plain and here == call_key("openai/m", ask, {"temperature": 0.0}, None,
+                                              api_base="http://127.0.0.1:1/v1/")
+    assert call_key("openai/m", ask, {"temperature": 0.0}, None, extra={"top_p": 0.5}) != plain
+
+    cfg = RoleConfig(backend="llm", model="openai/m", api_base="http://127.0.0.1:1/v1", api_key_env=KEY_ENV,
+                     extra={"top_p": 0.5})
+    assert endpoint_kwargs(cfg) == {"api_base": "http://127.0.0.1:1/v1", "api_key": key, "top_p": 0.5}
+    monkeypatch.delenv(KEY_ENV)  # unset after the params were read: the call fails as a provider error, no request
+    with pytest.raises(Exception, match=f"api_key_env names {KEY_ENV}, which is not set"):
+        endpoint_kwargs(cfg)
