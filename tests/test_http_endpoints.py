@@ -324,3 +324,25 @@ def test_the_endpoint_enters_the_cache_key_only_when_set(monkeypatch, key):
     monkeypatch.delenv(KEY_ENV)  # unset after the params were read: the call fails as a provider error, no request
     with pytest.raises(Exception, match=f"api_key_env names {KEY_ENV}, which is not set"):
         endpoint_kwargs(cfg)
+
+
+def test_a_missing_key_fails_at_once_without_retries(loopback_only, monkeypatch, tmp_path):
+    """litellm reports an ``openai/…`` call without any key as a 500 of its own; it is not retried."""
+    from pydantic import BaseModel
+
+    from tasks.llm.records import RoleConfig
+
+    class Answer(BaseModel):
+        answer: str
+
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    srv = ChatServer(reply=lambda body: '{"answer": "never"}').start()
+    try:
+        client = LLMClient(CallCache(tmp_path / "calls.sqlite"), backoff_s=5.0)
+        cfg = RoleConfig(backend="llm", model="openai/keyless", api_base=srv.url)
+        [failure] = client.map_structured(role="probe", cfg=cfg, messages=[[{"role": "user", "content": "hi"}]],
+                                          schema=Answer)
+        assert isinstance(failure, RoleFailure) and (failure.kind, failure.attempts) == ("provider", 1), failure
+        assert "Missing credentials" in failure.message and srv.count() == 0
+    finally:
+        srv.stop()

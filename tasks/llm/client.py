@@ -96,7 +96,13 @@ def retryable_errors() -> tuple[type[BaseException], ...]:
     )
 
 
+NOT_TRANSIENT = ("Missing credentials", "api_key client option must be set")
+"""A missing key, which litellm reports as a 500 of its own: retrying cannot help (no request was sent)."""
+
+
 def _is_retryable(err: BaseException) -> bool:
+    if any(text in str(err) for text in NOT_TRANSIENT):
+        return False
     if isinstance(err, retryable_errors()):
         return True
     status = getattr(err, "status_code", None)

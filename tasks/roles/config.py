@@ -170,7 +170,8 @@ class RolesParams(BaseModel):
 
 
 def describe_roles(roles: RolesParams) -> dict[str, dict]:
-    """What produced each role's outputs, for reports: the backend, and for LLM roles the model and sampling."""
+    """What produced each role's outputs, for reports: the backend, and for LLM roles the model, sampling and
+    endpoint."""
     out: dict[str, dict] = {}
     for name in ROLE_NAMES:
         cfg = roles.get(name)
@@ -180,11 +181,11 @@ def describe_roles(roles: RolesParams) -> dict[str, dict]:
             out[name] = {
                 "backend": "llm",
                 "model": cfg.model,
-                "api_base": cfg.api_base,
-                "api_key_env": cfg.api_key_env,
                 "temperature": cfg.temperature,
                 "max_tokens": cfg.max_tokens,
                 "max_regenerations": cfg.max_regenerations,
+                # the endpoint and the name of the key's variable, when set (never the key)
+                **{k: v for k, v in (("api_base", cfg.api_base), ("api_key_env", cfg.api_key_env)) if v},
             }
     return out
 
