@@ -346,3 +346,14 @@ def test_a_missing_key_fails_at_once_without_retries(loopback_only, monkeypatch,
         assert "Missing credentials" in failure.message and srv.count() == 0
     finally:
         srv.stop()
+
+
+def test_the_swe_llm_questioner_counts_its_endpoint_as_part_of_the_method():
+    from tests.test_swe_eval import build_method, ctx
+
+    def fingerprint(**options) -> dict:
+        return build_method("llm", "llm_questioner", {"model": "openai/m", **options}, ctx()).fingerprint()
+
+    plain = fingerprint()
+    assert "api_base" not in plain and "extra" not in plain  # stored results of keyless runs keep their keys
+    assert fingerprint(api_base="http://127.0.0.1:1/v1") != fingerprint(api_base="http://127.0.0.1:2/v1") != plain
