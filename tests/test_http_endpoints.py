@@ -357,3 +357,29 @@ def test_the_swe_llm_questioner_counts_its_endpoint_as_part_of_the_method():
     plain = fingerprint()
     assert "api_base" not in plain and "extra" not in plain  # stored results of keyless runs keep their keys
     assert fingerprint(api_base="http://127.0.0.1:1/v1") != fingerprint(api_base="http://127.0.0.1:2/v1") != plain
+
+
+def test_the_readme_worked_example_is_valid_params(tmp_path, monkeypatch):
+    import re
+
+    import yaml
+
+    from tasks.evaluation.runs import EvalSettings
+    from tasks.params import load_params
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    example = readme.split("#### Worked example", 1)[1]
+    block = yaml.safe_load(re.search(r"```yaml\n(.*?)```", example, re.S).group(1))
+    params = yaml.safe_load((ROOT / "params.yaml").read_text(encoding="utf-8"))
+    params["roles"]["preset"] = block["roles"]["preset"]
+    params["evaluate"]["optimization"].update(block["evaluate"]["optimization"])
+    path = tmp_path / "params.or-llm.yaml"
+    path.write_text(yaml.safe_dump(params))
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-0123456789")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-0123456789")
+    roles = load_params(path).roles
+    assert roles.or_candidate_agent.model.startswith("hosted_vllm/") and roles.or_candidate_agent.api_base
+    assert roles.or_choice_user.model.startswith("openai/") and roles.slot_hit_judge.model.startswith("anthropic/")
+    assert roles.or_open_user.max_tokens == 256  # params.yaml's own value, which the preset does not write
+    settings = EvalSettings.model_validate(params["evaluate"]["optimization"])
+    assert settings.cases == "../shared/data/or-clarify" and len(settings.methods) == 3
