@@ -10,7 +10,6 @@ interval of (last − first) for the total and for each stage.
 from __future__ import annotations
 
 import random
-import sys
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -242,6 +241,8 @@ def heldout_callback(prompts: Sequence[HeldoutPrompt], reward: Any, *, every: in
     steps and at the last step."""
     from transformers import TrainerCallback
 
+    from .progress import say
+
     prompts = list(prompts)
     run = generate or policy_generate(max_new_tokens)
 
@@ -257,8 +258,8 @@ def heldout_callback(prompts: Sequence[HeldoutPrompt], reward: Any, *, every: in
             answers = run(model, tokenizer, [p.incomplete_issue for p in prompts])
             point = score_answers(reward, prompts, answers, step)
             self.curve.points.append(point)
-            print(f"held-out reward at step {step}: {point.total:.4f} "
-                  + " ".join(f"{k}={v:.3f}" for k, v in point.stages.items()), file=sys.stderr, flush=True)
+            say(f"held-out reward at step {step}: {point.total:.4f} "
+                + " ".join(f"{k}={v:.3f}" for k, v in {**point.stages, **point.measures}.items()))
 
         def on_train_begin(self, args, state, control, **kwargs):
             self._point(0, kwargs)
