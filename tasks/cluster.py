@@ -1,4 +1,4 @@
-"""Where a stage's fan-out runs: Prefect's thread pool, or a Dask cluster of worker processes (``params.yaml: cluster``).
+"""Where a fan-out runs: Prefect's thread pool, or a Dask cluster of worker processes (``params.yaml: cluster``).
 
 Every fan-out (episode evaluation in each domain, SWE question evaluation, construction chunks, the annotator) takes
 its Prefect task runner from :func:`task_runner`. ``dask`` starts a ``distributed.LocalCluster`` of ``workers``
