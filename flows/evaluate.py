@@ -170,7 +170,7 @@ def evaluate_episodes(domain: str, params: str, out: str | None, runner: str | N
     client = default_client()
     bar = _progress_bar()
     results, stats = play(cases, settings, cfg.roles, store, domain=context, client=client, runner=runner,
-                          progress=bar)
+                          cluster=cfg.cluster, progress=bar)
     # a role (a judge, an agent, the simulated user) that failed too often stops the stage before anything is written
     failures = episode_failure_counts(results, cfg.roles)
     check_failure_rates(failures, cfg.roles.max_failure_rate, stage=f"evaluate@{domain}")

@@ -8,6 +8,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from tasks.cluster import ClusterParams
 from tasks.errors import InputError, validation_message
 from tasks.rewards.config import RewardConfig
 from tasks.roles.config import RolesParams
@@ -212,10 +213,12 @@ class Params(Section):
     shap: ShapParams = ShapParams()
     sft_data: SftDataParams = SftDataParams()
     reward: RewardConfig = RewardConfig()
+    """The staged reward. Its judges' backends come from ``roles`` (see ``reward_config``)."""
     training: TrainingParams = TrainingParams()
     evaluate: dict[str, dict[str, Any]] = {}
     """Per domain; validated by the evaluate flow (``tasks.evaluation.runs.EvalSettings``)."""
-    """The staged reward. Its judges' backends come from ``roles`` (see ``reward_config``)."""
+    cluster: ClusterParams = ClusterParams()
+    """The Dask cluster of every fan-out whose ``task_runner`` is ``dask`` (``tasks.cluster``)."""
 
     def reward_config(self) -> RewardConfig:
         """``reward`` with the judge roles taken from ``roles`` (one place configures each role)."""

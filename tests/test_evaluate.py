@@ -226,26 +226,76 @@ def test_ready_at_once_scores_zero_and_always_stops_prematurely(tmp_path):
     assert row["PrematureStopRate"] == 1.0 and row["AtomicQuestionsPerRun"] == 0.0
 
 
-def test_the_same_units_on_a_dask_cluster_give_the_same_metrics(tmp_path, prefect_api):
-    from prefect import flow
-
+def _dask_comparison(tmp_path, repeats: int = 1):
     from tasks.evaluation.evaluate import play
     from tasks.evaluation.metrics import summarise
     from tasks.evaluation.runs import EvalSettings, UnitStore, load_cases
     from tasks.roles.config import RolesParams
 
     cases = load_cases(ROOT / "tests" / "data" / "or_cases.jsonl", limit=2)
-    settings = EvalSettings(methods=[{"name": "freeqa"}, {"name": "interopt", "protocols": ["mc_d"]}], repeats=1,
-                            bootstrap=200, concurrency=2)
+    settings = EvalSettings(methods=[{"name": "freeqa"}, {"name": "interopt", "protocols": ["mc_d"]}],
+                            repeats=repeats, bootstrap=200, concurrency=2)
 
-    def run(runner: str, store: str) -> dict:
+    def run(runner: str, store: str, cluster=None) -> dict:
         results, stats = play(cases, settings, RolesParams(), UnitStore(tmp_path / store), domain=OPTIMIZATION_CONTEXT,
-                              runner=runner)
-        assert stats.played == len(results) == 4
+                              runner=runner, cluster=cluster)
+        assert stats.played == len(results) == 4 * repeats
         return summarise([r.episode for r in results], [r.judge for r in results], n_resamples=200)
 
-    on_dask = flow(name="eval-on-dask")(lambda: run("dask", "dask"))()
+    return run
+
+
+def test_the_same_units_on_a_multi_process_dask_cluster_give_the_same_metrics(tmp_path, prefect_api):
+    """Two worker processes (a real LocalCluster on loopback, reached by address as a remote one would be) play
+    the units; the metrics equal the serial run's, and both workers did some of the work."""
+    from distributed import Client, LocalCluster
+    from prefect import flow
+
+    from tasks.cluster import ClusterParams
+
+    run = _dask_comparison(tmp_path)
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as local, \
+            Client(local) as client:
+        pids = set(client.run(os.getpid).values())
+        assert len(pids) == 2 and os.getpid() not in pids
+        on_dask = flow(name="eval-on-dask")(lambda: run("dask", "dask", ClusterParams(address=local.scheduler_address)))()
+        executed = client.run(lambda dask_worker: dask_worker.state.transition_counter)
     assert _headline(on_dask) == _headline(run("serial", "serial"))
+    assert all(count > 0 for count in executed.values()), executed
+
+
+def test_a_worker_killed_mid_run_is_replaced_and_the_metrics_equal_an_uninterrupted_run(tmp_path, prefect_api):
+    """SIGKILL one of two worker processes once the first units are stored: its nanny starts a new worker, the
+    scheduler runs its lost units again, and the metrics equal the serial run's."""
+    import threading
+
+    from distributed import Client, LocalCluster
+    from prefect import flow
+
+    from tasks.cluster import ClusterParams
+
+    run = _dask_comparison(tmp_path, repeats=3)
+    stored = tmp_path / "dask"
+    out: dict = {}
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as local, \
+            Client(local) as client:
+        before = client.run(os.getpid)
+        cluster = ClusterParams(address=local.scheduler_address)
+        worker = threading.Thread(target=lambda: out.update(
+            summary=flow(name="eval-killed-worker")(lambda: run("dask", "dask", cluster))()))
+        worker.start()
+        deadline = time.monotonic() + RUN_TIMEOUT_S
+        while not list(stored.rglob("*.json")) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        done_at_kill = len(list(stored.rglob("*.json")))
+        os.kill(next(iter(before.values())), signal.SIGKILL)
+        worker.join(timeout=RUN_TIMEOUT_S)
+        assert not worker.is_alive()
+        client.wait_for_workers(2, timeout=60)
+        after = client.run(os.getpid)
+    assert 0 < done_at_kill < 12, done_at_kill  # the kill fell mid-run
+    assert set(after.values()) != set(before.values())  # a new worker process took the dead one's place
+    assert _headline(out["summary"]) == _headline(run("serial", "serial"))
 
 
 def test_reference_rows_stay_apart_in_the_summary_the_metrics_and_the_report(tmp_path):

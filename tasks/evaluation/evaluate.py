@@ -31,6 +31,7 @@ from tasks.records import Case
 from tasks.roles.config import RolesParams
 
 if TYPE_CHECKING:
+    from tasks.cluster import ClusterParams
     from tasks.domains.api import DomainContext
 
 
@@ -83,11 +84,11 @@ def play_unit(unit: Unit, case: Case, entry: MethodEntry, settings: EvalSettings
 
 
 def play(cases: Sequence[Case], settings: EvalSettings, roles: RolesParams, store: UnitStore, *,
-         domain: DomainContext, client=None, runner: str | None = None,
+         domain: DomainContext, client=None, runner: str | None = None, cluster: ClusterParams | None = None,
          progress: Callable[[int, int], None] | None = None,
          units: Sequence[Unit] | None = None) -> tuple[list[UnitResult], PlayStats]:
     """Every unit's result in unit order (finished units come from ``store``), each played and judged in
-    ``domain`` (the evaluation's, built once where it starts)."""
+    ``domain`` (the evaluation's, built once where it starts). ``runner`` dask runs on ``cluster``."""
     from functools import partial
 
     by_id = {c.case_id: c for c in cases}
@@ -101,7 +102,7 @@ def play(cases: Sequence[Case], settings: EvalSettings, roles: RolesParams, stor
     work = partial(_play_one, by_id=by_id, entries=entries, settings=settings, roles=roles, store=store.folder,
                    code=code, domain=domain, client=shared)
     outcomes = execute(units, work, concurrency=settings.concurrency, runner=runner,
-                       dask_address=settings.dask_address, progress=progress)
+                       cluster=cluster, progress=progress)
     stats = PlayStats(played=sum(not reused for _, reused in outcomes), reused=sum(reused for _, reused in outcomes))
     return [result for result, _ in outcomes], stats
 
