@@ -40,6 +40,7 @@ def build_report(title: str, inputs: ReportInputs) -> Report:
         stage_or_missing(inputs, used, "sft_data", "SFT data", "sft-data", "no data/metrics/stages/sft_data.json"),
         training_section(inputs, used),
         evaluation_section(inputs, used),
+        question_analysis_section(inputs, used),
     ]
     taken = {s.key for top in sections for s in top.walk()}
     other = [stage_section(inputs, stage, stage, _slug(stage) + ("-stage" if _slug(stage) in taken else ""))
@@ -375,6 +376,16 @@ def eval_section(inputs: ReportInputs, used: set[str], domain: str) -> Section:
         return section
     used.add(stage)
     return stage_section(inputs, stage, stage, _slug(stage), extra)
+
+
+def question_analysis_section(inputs: ReportInputs, used: set[str]) -> Section:
+    """CLARITI RQ2: what makes a question answerable (tasks/reporting/question_section.py)."""
+    from tasks.reporting.question_section import FIGURES, FINDINGS, question_blocks
+
+    pngs = {name: data for name in FIGURES if (data := inputs.png(f"data/analysis/questions/{name}")) is not None}
+    return stage_or_missing(inputs, used, "question_analysis", "Question answerability (CLARITI RQ2)",
+                            "question-analysis", "no data/metrics/stages/question_analysis.json",
+                            extra=question_blocks(inputs.json(FINDINGS), pngs))
 
 
 REFERENCE_TITLE = "Reference rows (not ranked)"
