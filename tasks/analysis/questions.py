@@ -24,6 +24,8 @@ from tasks.analysis.features import QuestionFeatures, features
 from tasks.errors import InputError
 
 EVAL_SOURCE = "evaluate@swe"
+ABSTAIN_SUFFIX = "+abstain"
+"""evaluate@swe's abstaining variants (``tasks.evaluation.swe_abstain.SUFFIX``): a subset of their method's lists."""
 WORKBOOK_SOURCE = "clariti_workbook"
 Source = Literal["evaluate@swe", "clariti_workbook"]
 
@@ -113,7 +115,7 @@ def eval_questions(path: Path) -> list[ListedQuestion]:
                 message = err.errors()[0]["msg"] if isinstance(err, ValidationError) else str(err)
                 field = ".".join(str(p) for p in err.errors()[0]["loc"]) if isinstance(err, ValidationError) else None
                 raise InputError(path, f"line {number}: {message}", field=field) from None
-            if row.skipped:
+            if row.skipped or row.method.endswith(ABSTAIN_SUFFIX):  # a variant re-asks its method's questions
                 continue
             for position, q in enumerate(row.questions, start=1):
                 out.append(ListedQuestion(
