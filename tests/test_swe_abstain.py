@@ -87,3 +87,12 @@ def test_an_unknown_abstaining_method_is_an_input_error(tmp_path):
     root, settings = project(tmp_path, METHODS[2:3], abstain={"threshold": 0.5, "methods": ["nope"]})
     with pytest.raises(InputError, match=r"evaluate\.swe\.abstain\.methods"):
         run(root, settings, tmp_path / "out", FakePolicy())
+
+
+def test_the_report_shows_the_abstention_table(evaluated):
+    from tasks.reporting.sections import abstention_table
+
+    summary, _, _ = evaluated
+    table = abstention_table(summary["abstention"], "local")
+    assert [r[0] for r in table.rows] == ["ask_everything", "base_policy"] and table.header[-1] == "backend"
+    assert "information insufficient" in table.caption
