@@ -175,7 +175,8 @@ def test_the_report_sets_the_paper_beside_the_local_figures(analysed):
     tables = [b for b in blocks if isinstance(b, Table)]
     comparison = tables[0]
     assert comparison.header[-1] == "backend" and all("strategy_tagger local" in r[-1] for r in comparison.rows)
-    assert {r[3] for r in comparison.rows} <= {"agrees", "disagrees", "inconclusive (intervals overlap)", "no data"}
+    assert {r[4] for r in comparison.rows} <= {"agrees", "disagrees", "inconclusive (intervals overlap)", "no data"}
+    assert {r[2] for r in comparison.rows} == {"all", "sft_policy", "grpo_policy"}  # position: per set too
     assert all(t.header[-1] == "backend" for t in tables)
     assert [b.name for b in blocks if isinstance(b, Figure)] == ["figures/question-analysis-by_position.png"]
 

@@ -178,20 +178,24 @@ def verdict(higher: dict[str, Any], lower: dict[str, Any]) -> str:
 
 
 def paper_comparison(frame, properties: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Per source, each paper statement with the local figures behind it and the verdict."""
+    """Per source (``question_set`` "all"), each paper statement with the local figures behind it and the verdict;
+    the position statement also per question set."""
     rows = []
     data = judged(frame)
     for source, group in data.groupby("source", sort=True):
         for tag in STRATEGIES:
             found = {r["value"]: r for r in properties if r["source"] == source and r["property"] == tag}
             yes, no = found[True], found[False]
-            rows.append({"source": source, "statement": tag, "paper": PAPER_STATEMENTS[tag],
+            rows.append({"source": source, "question_set": "all", "statement": tag, "paper": PAPER_STATEMENTS[tag],
                          "local": f"with the tag {_pct(yes)}, without {_pct(no)}", "verdict": verdict(yes, no)})
-        first = rate(group[group["position"] == 1]["answerable"])
-        later = rate(group[group["position"] >= 2]["answerable"])
-        rows.append({"source": source, "statement": "position", "paper": PAPER_STATEMENTS["position"],
-                     "local": f"1st question {_pct(first)}, 2nd and later {_pct(later)}",
-                     "verdict": verdict(first, later)})
+        sets = [("all", group), *((qset, part) for qset, part in group.groupby("question_set", sort=True))]
+        for qset, part in sets:
+            first = rate(part[part["position"] == 1]["answerable"])
+            later = rate(part[part["position"] >= 2]["answerable"])
+            rows.append({"source": source, "question_set": qset, "statement": "position",
+                         "paper": PAPER_STATEMENTS["position"],
+                         "local": f"1st question {_pct(first)}, 2nd and later {_pct(later)}",
+                         "verdict": verdict(first, later)})
     return rows
 
 

@@ -137,8 +137,14 @@ def run(cfg, roles, root: Path, staging: Path, *, client=None, progress: bool = 
                       **({"auc_mean": m["auc_mean"], "auc_sd": m["auc_sd"], "n": m["n"],
                           "top_feature": m["features"][0]["feature"]} if "features" in m else {"n": m["n"]})}
                   for s, m in models.items()},
-        "verdicts": {f"{r['source']}:{r['statement']}": r["verdict"] for r in comparison},
+        "verdicts": {verdict_key(r): r["verdict"] for r in comparison},
     }
+
+
+def verdict_key(row: dict[str, Any]) -> str:
+    """``source:statement``, with ``:question_set`` for a per-set row."""
+    key = f"{row['source']}:{row['statement']}"
+    return key if row["question_set"] == "all" else f"{key}:{row['question_set']}"
 
 
 def position_records(findings_doc: dict[str, Any]) -> list[dict[str, Any]]:

@@ -33,9 +33,9 @@ def question_blocks(findings: dict[str, Any] | None, pngs: dict[str, bytes]) -> 
     backends: dict[str, str] = findings.get("backends", {})
     blocks: list[Block] = [Text(NOTE, kind="note")]
     blocks += [Text(f"Backend of {source}: {backend}.") for source, backend in sorted(backends.items())]
-    blocks.append(Table(["paper's statement", "source", "local figures", "verdict", "backend"],
-                        [[r["paper"], r["source"], r["local"], r["verdict"], backends.get(r["source"], "–")]
-                         for r in findings.get("paper_comparison", [])],
+    blocks.append(Table(["paper's statement", "source", "question set", "local figures", "verdict", "backend"],
+                        [[r["paper"], r["source"], r.get("question_set", "all"), r["local"], r["verdict"],
+                          backends.get(r["source"], "–")] for r in findings.get("paper_comparison", [])],
                         caption="The paper's RQ2 statements against the local figures (verdict: disjoint 95% "
                                 "Wilson intervals agree or disagree, overlapping ones are inconclusive)"))
     props = findings.get("by_property", [])
