@@ -61,7 +61,7 @@ def main() -> int:
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", default=str(ROOT.parent / "shared" / "data" / "clariti" / "data.xlsx"))
-    parser.add_argument("--limit", type=int, default=None, help="the first N workbook rows only")
+    parser.add_argument("--limit", type=int, default=None, help="the first N workbook rows only (default: all)")
     parser.add_argument("--from-table", type=Path, default=None, help="a saved questions.csv: recompute only")
     args = parser.parse_args()
     started = time.monotonic()

@@ -203,8 +203,8 @@ class QuestionAnalysisParams(Section):
         "clariti_grpo": "clarification_questions_grpo_3", "gpt5": "clarification_questions_gpt5_3",
         "gpt5_nano": "clarification_questions_gpt5_nano_3"})
     """Question set name -> workbook column (the three published lists for rewrite 3)."""
-    workbook_limit: int | None = Field(default=None, ge=1)
-    """The first N workbook rows only; None: all."""
+    workbook_limit: int | None = Field(default=100, ge=1)
+    """The first N workbook rows only (judging all 500 rows' lists locally takes about 25 minutes); None: all."""
     max_position: int = Field(default=6, ge=2)
     """Positions from this one on are pooled (``6+``)."""
     folds: int = Field(default=5, ge=2)

@@ -167,7 +167,7 @@ def test_a_malformed_rows_file_names_the_file_and_line(tmp_path):
 
 
 def test_the_report_sets_the_paper_beside_the_local_figures(analysed):
-    from tasks.reporting.model import Figure, Table
+    from tasks.reporting.model import Figure, Table, Text
     from tasks.reporting.question_section import question_blocks
 
     _, findings, out = analysed
@@ -179,6 +179,9 @@ def test_the_report_sets_the_paper_beside_the_local_figures(analysed):
     assert {r[2] for r in comparison.rows} == {"all", "sft_policy", "grpo_policy"}  # position: per set too
     assert all(t.header[-1] == "backend" for t in tables)
     assert [b.name for b in blocks if isinstance(b, Figure)] == ["figures/question-analysis-by_position.png"]
+    assert findings["inputs"]["workbook_rows"] is None  # no workbook read
+    noted = question_blocks({**findings, "inputs": {"workbook_rows": 100}}, {})
+    assert any("the first 100 rows" in b.text for b in noted if isinstance(b, Text))
 
 
 def test_the_stage_metrics_pass_their_schema(analysed):

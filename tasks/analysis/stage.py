@@ -116,7 +116,8 @@ def run(cfg, roles, root: Path, staging: Path, *, client=None, progress: bool = 
     document = {"backends": labels, "model_backend": "scikit-learn logistic regression (standardised, L2, C=1) "
                 "with linear SHAP", "by_property": properties, "by_position": positions, "by_set": sets,
                 "model": models, "paper_comparison": comparison,
-                "inputs": {"eval_rows": cfg.eval_rows, "workbook": cfg.workbook if book is not None else None}}
+                "inputs": {"eval_rows": cfg.eval_rows, "workbook": cfg.workbook if book is not None else None,
+                           "workbook_rows": (cfg.workbook_limit or "all") if book is not None else None}}
     atomic_write_json(staging / "findings.json", document)
     atomic_write_text(staging / "questions.csv", frame.to_csv(index=False))
     plots.position_plot(positions, staging / "by_position.png", label)

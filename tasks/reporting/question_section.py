@@ -33,6 +33,11 @@ def question_blocks(findings: dict[str, Any] | None, pngs: dict[str, bytes]) -> 
     backends: dict[str, str] = findings.get("backends", {})
     blocks: list[Block] = [Text(NOTE, kind="note")]
     blocks += [Text(f"Backend of {source}: {backend}.") for source, backend in sorted(backends.items())]
+    rows_used = (findings.get("inputs") or {}).get("workbook_rows")
+    if rows_used is not None:
+        blocks.append(Text(f"Workbook lists: {'all' if rows_used == 'all' else f'the first {rows_used}'} rows of the "
+                           "CLARITI workbook (question_analysis.workbook_limit; benchmarks/question_answerability.py "
+                           "runs all of them).", kind="note"))
     blocks.append(Table(["paper's statement", "source", "question set", "local figures", "verdict", "backend"],
                         [[r["paper"], r["source"], r.get("question_set", "all"), r["local"], r["verdict"],
                           backends.get(r["source"], "–")] for r in findings.get("paper_comparison", [])],
