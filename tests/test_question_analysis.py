@@ -205,3 +205,29 @@ def test_the_workbook_lists_are_judged_and_positioned():
     for q in listed:
         assert 1 <= q.position <= q.list_length and q.source == "clariti_workbook"
         assert q.answerable is not None and q.category is not None
+
+
+def test_a_failing_tagger_backend_is_counted_and_stops_the_stage_above_the_limit(tmp_path):
+    from tasks.analysis import stage
+    from tasks.llm.cache import CallCache
+    from tasks.llm.client import LLMClient
+    from tasks.llm.providers import ensure_registered
+    from tasks.llm.providers.mock import MockScript, register
+    from tasks.llm.records import RoleConfig
+    from tasks.params import QuestionAnalysisParams
+    from tasks.roles.config import RolesParams
+    from tasks.roles.failures import RoleFailureRateError
+
+    ensure_registered()
+    model = register(f"broken-tagger-{tmp_path.name}", MockScript(rule=lambda messages: "not json"))
+    broken = RoleConfig(backend="llm", model=model, max_retries=0, max_regenerations=0)
+    cfg = QuestionAnalysisParams(eval_rows=str(write_rows(tmp_path / "rows.jsonl", cases=4)), use_workbook="never")
+    client = LLMClient(CallCache(tmp_path / "calls.sqlite"))
+    (tmp_path / "a").mkdir()
+    with pytest.raises(RoleFailureRateError, match="strategy_tagger"):
+        stage.run(cfg, RolesParams(strategy_tagger=broken), tmp_path, tmp_path / "a", client=client, progress=False)
+    (tmp_path / "b").mkdir()
+    metrics = stage.run(cfg, RolesParams(strategy_tagger=broken, max_failure_rate=1.0), tmp_path, tmp_path / "b",
+                        client=client, progress=False)
+    assert metrics["tagger_failures"] == metrics["questions"] == 20
+    assert "llm mock/" in metrics["backend"]

@@ -14,7 +14,7 @@ the syntactic features (``tasks.analysis.features``). Nothing from the workbook 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal
 
@@ -183,15 +183,13 @@ def _run_batched(name: str, inputs: Sequence, roles, client, batch_size: int, pr
 
 
 def tag_questions(listed: Sequence[ListedQuestion], roles, *, client=None, batch_size: int = 256,
-                  progress: bool = True, on_failure: Callable[[int], None] | None = None) -> list[QuestionRow]:
+                  progress: bool = True) -> list[QuestionRow]:
     """The rows of ``questions.csv``: each question with its strategy tags (None where the tagger failed) and
     syntactic features."""
     from tasks.roles.strategy_tagger import STRATEGIES, TaggerInput
 
     tags = _run_batched("strategy_tagger", [TaggerInput(question=q.question, issue_text=q.issue_text)
                                             for q in listed], roles, client, batch_size, progress)
-    if on_failure is not None:
-        on_failure(sum(t is None for t in tags))
     rows = []
     for q, t in zip(listed, tags):
         feats: QuestionFeatures = features(q.question)

@@ -93,10 +93,9 @@ def run(cfg, roles, root: Path, staging: Path, *, client=None, progress: bool = 
     if not listed:
         raise InputError(rows_path, "no questions: every row was skipped or asked nothing, and no workbook lists")
     step(f"tagging {len(listed)} questions")
-    failed: list[int] = []
-    rows = tag_questions(listed, roles, client=client, batch_size=cfg.batch_size, progress=progress,
-                         on_failure=failed.append)
-    check_failure_rates([RoleFailureCount(role="strategy_tagger", total=len(rows), failures=failed[0])],
+    rows = tag_questions(listed, roles, client=client, batch_size=cfg.batch_size, progress=progress)
+    failed = sum(r.evidence_based is None for r in rows)
+    check_failure_rates([RoleFailureCount(role="strategy_tagger", total=len(rows), failures=failed)],
                         roles.max_failure_rate, stage=STAGE)
     frame = rows_frame(rows)
     gate("question_rows", frame, artifact=f"{OUT_DIR.as_posix()}/questions.csv", results_dir=results_dir)
@@ -129,7 +128,7 @@ def run(cfg, roles, root: Path, staging: Path, *, client=None, progress: bool = 
         "questions": len(frame),
         "judged": len(judged),
         "answerable_rate": round(float(judged["answerable"].mean()), 4) if len(judged) else 0.0,
-        "tagger_failures": failed[0],
+        "tagger_failures": failed,
         "sources": {s: int((frame["source"] == s).sum()) for s in sorted(sources)},
         "sets": {f"{r['source']}:{r['question_set']}": {
             "backend": labels[r["source"]], "questions": r["n"], "lists": r["lists"], "answerable_rate": r["rate"],
