@@ -250,6 +250,8 @@ def evaluate_questions(domain: str, params: str, out: str | None, runner: str | 
         metrics = {"backend": backend_line(cfg.roles, SWE_ROLES), "cases": len(inputs.cases),
                    "split": swe.split_metrics(summary, inputs, settings),
                    **metric_rows(summary["methods"], summary["reference_methods"], _swe_headline)}
+        if "abstention" in summary:
+            metrics["abstention"] = summary["abstention"]["methods"]
         check_stage_metrics(f"evaluate/{domain}", metrics, counts={"cases": len(inputs.cases)})
         publish_with_metrics(staging, out_dir, root, f"evaluate/{domain}", metrics)
     from tasks.evaluation.plots import plot_data_path
