@@ -365,6 +365,10 @@ def eval_section(inputs: ReportInputs, used: set[str], domain: str) -> Section:
         extra.append(method_table(ranked, summary))
     if reference:
         extra += [Text(REFERENCE_NOTE, kind="note"), reference_table(reference, summary)]
+    from tasks.evaluation import cost_table
+
+    if costs := cost_table.cost_rows(summary):
+        extra += [Table(cost_table.HEADER, costs, caption=cost_table.TITLE), Text(cost_table.NOTE, kind="note")]
     extra += _figures(inputs, base, _slug(stage), stage)
     if inputs.exists(f"{base}/report.md"):
         extra.append(Text(f"The evaluation's own report, with every table: {base}/report.md.", kind="note"))
