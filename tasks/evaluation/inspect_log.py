@@ -206,14 +206,14 @@ def _write(path: Path, *, task: str, samples: list, scores: list, epochs: int, d
         for model, u in s.model_usage.items():
             model_usage[model] = model_usage[model] + u if model in model_usage else u
     ids = sorted({str(s.id) for s in samples})
+    spec = EvalSpec(created=now, task=task, task_id=_digest(task), run_id=_digest(f"{task}@{now}"),
+                    dataset=EvalDataset(name=task, location=dataset, samples=len(ids), sample_ids=ids),
+                    model="none/clarifyflow", config=EvalConfig(epochs=epochs),
+                    model_roles={r: ModelConfig(model=_model_of(r, roles)) for r in sorted(role_usage)} or None,
+                    packages={"clarifyflow": _version()}, metadata={"source": "clarifyflow", **metadata})
     log = EvalLog(
         status="success",
-        eval=EvalSpec(created=now, task=task, dataset=EvalDataset(name=task, location=dataset, samples=len(ids),
-                                                                  sample_ids=ids),
-                      model="none/clarifyflow", config=EvalConfig(epochs=epochs),
-                      model_roles={role: ModelConfig(model=_model_of(role, roles)) for role in sorted(role_usage)}
-                      or None,
-                      packages={"clarifyflow": _version()}, metadata={"source": "clarifyflow", **metadata}),
+        eval=spec,
         results=EvalResults(total_samples=len(samples), completed_samples=len(samples), scores=scores),
         stats=EvalStats(started_at=now, completed_at=now, role_usage=role_usage, model_usage=model_usage),
         samples=samples,
@@ -222,6 +222,12 @@ def _write(path: Path, *, task: str, samples: list, scores: list, epochs: int, d
     path.parent.mkdir(parents=True, exist_ok=True)
     write_eval_log(log, str(path))
     return path
+
+
+def _digest(text: str) -> str:
+    import hashlib
+
+    return hashlib.sha256(text.encode()).hexdigest()[:22]
 
 
 def _version() -> str:

@@ -58,6 +58,8 @@ CI_METRICS = ("AllSlotExactRestoreRate", "CoreExactRestoreRate", "WeightedSlotSc
               "SilentAssumptionsPerRun", "PrematureStopRate", "RecoveryAUC")
 RECOVERY_QUESTIONS = 20
 """The question budget of ``RecoveryAUC`` (the default T_max)."""
+COST_METRICS = ("TotalTokens", "EstimatedCostUSD", "LatencySeconds", "ScorePerDollar", "ScorePerQuestion")
+"""Never negative (the ``or_summary`` gate); None where a row has no such figure."""
 RATE_METRICS = ("AllSlotExactRestoreRate", "CoreExactRestoreRate", "WeightedSlotScore_macro",
                 "WeightedSlotScore_micro", "RecoveryAUC", "ReadyRate", "PrematureStopRate",
                 "StoppingStatusMismatchRate", "ProtocolFailureRate", "MultiQuestionTurnRate", "DSelectionRate",
@@ -397,7 +399,7 @@ def summary_frame(summary: Mapping[str, Mapping[str, Any]]):
         row: dict[str, Any] = {"key": key, "RunCount": s["RunCount"], "CoreEligibleRunCount": s["CoreEligibleRunCount"],
                                "AtomicQuestionsPerRun": s["AtomicQuestionsPerRun"],
                                "SilentAssumptionsPerRun": s["SilentAssumptionsPerRun"]}
-        row.update({name: s.get(name) for name in RATE_METRICS})
+        row.update({name: s.get(name) for name in (*RATE_METRICS, *COST_METRICS)})
         for name in CI_METRICS:
             bounds = (s.get("CI95") or {}).get(name)
             row[f"{name}_low"], row[f"{name}_high"] = (bounds if bounds else (None, None))
