@@ -219,7 +219,8 @@ def test_oracle_recovers_the_published_slots(tmp_path):
     assert row["RunCount"] == 100 and row["CoreEligibleRunCount"] == 94
     assert row["AllSlotExactRestoreRate"] >= 0.95
     again = _published("oracle", "open", store=tmp_path / "fresh")
-    assert again == row  # same seed, same metrics, from a fresh store
+    wall = {"LatencySeconds", "LatencyPerRunSeconds"}  # wall time, never reproduced by a fresh store
+    assert {k: v for k, v in again.items() if k not in wall} == {k: v for k, v in row.items() if k not in wall}
 
 
 @pytest.mark.realdata

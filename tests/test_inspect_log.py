@@ -157,3 +157,20 @@ def test_no_inspect_ai_skips_the_log_with_one_warning(evaluation, tmp_path, monk
     assert not (tmp_path / "e.eval").exists()
     lines = capsys.readouterr().out.splitlines()
     assert len(lines) == 1 and lines[0].startswith("warning: inspect_ai is not installed, e.eval not written")
+
+
+def test_the_pipeline_report_shows_the_cost_table(evaluation, tmp_path):
+    from tasks.reporting.inputs import ReportInputs
+    from tasks.reporting.sections import eval_section
+
+    folder = tmp_path / "data" / "eval" / "optimization"
+    folder.mkdir(parents=True)
+    (folder / "summary.json").write_text(json.dumps(evaluation["summary"]))
+    section = eval_section(ReportInputs(metrics={}, root=tmp_path), set(), "optimization")
+    [table] = [b for b in section.blocks if getattr(b, "caption", "") == "Cost and efficiency"]
+    assert table.header[0] == "protocol::method" and "score / $" in table.header
+    assert {row[0] for row in table.rows} == {f"`{key}`" for key in evaluation["summary"]["rows"]}
+    usd = table.header.index("est. cost (USD)")
+    for row in table.rows:
+        assert float(row[usd]) == pytest.approx(evaluation["summary"]["rows"][row[0].strip("`")]["EstimatedCostUSD"],
+                                                abs=1e-4)

@@ -143,7 +143,8 @@ class RoleUsage(_Frozen):
     completion_tokens: int = 0
     cost_usd: float = 0.0
     latency_s: float = 0.0
-    """Summed wall time of this episode's provider calls (cache hits add nothing); 0 in units stored before it."""
+    """Summed wall time of this episode's calls of the role (provider calls, or the local backend's own work; cache
+    hits add nothing); 0 in units stored before it was recorded."""
 
 
 class Episode(_Frozen):

@@ -13,7 +13,8 @@ TITLE = "Cost and efficiency"
 HEADER = ["protocol::method", "runs", "tokens", "tokens/run", "est. cost (USD)", "cost/run (USD)", "latency (s)",
           "latency/run (s)", "WSS macro", "score / $", "score / question"]
 NOTE = ("Tokens, cost and latency of the methods' own role calls (the judge's are not counted); cost is litellm's "
-        "price of each provider call, 0 for local backends and unpriced models, and cache hits cost nothing. Score = "
+        "price of each provider call, 0 for local backends and unpriced models, and cache hits cost nothing; latency "
+        "is wall time (provider calls, or the local backends' own work). Score = "
         "WSS macro; score / $ = score / cost per run; score / question = score / atomic questions per run.")
 FIELDS = (("RunCount", 0), ("TotalTokens", 0), ("TokensPerRun", 0), ("EstimatedCostUSD", 4), ("CostPerRunUSD", 5),
           ("LatencySeconds", 2), ("LatencyPerRunSeconds", 3), ("WeightedSlotScore_macro", 3), ("ScorePerDollar", 1),

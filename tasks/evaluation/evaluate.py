@@ -1,8 +1,9 @@
 """Play and judge every unit of an evaluation (resumably), then build its outputs in a folder.
 
 ``play`` returns one :class:`UnitResult` per unit, taking finished units from the store; ``write_outputs`` writes
-the run directories, the summary, the recovery curves and the report into a (staging) folder and returns the
-summary. The flow (flows/evaluate.py) gates and publishes that folder.
+the episodes (``episodes.jsonl``, the Inspect log, run directories on request), the summary, the recovery curves and
+the report into a (staging) folder and returns the summary. The flow (flows/evaluate.py) gates and publishes that
+folder.
 """
 
 from __future__ import annotations

@@ -24,7 +24,8 @@ Definitions (a *run* is one case x repeat; every played run counts, protocol fai
   ``SelectorFallbacksPerRun`` sums the counters whose name starts with ``selector_fallback``.
 - Tokens and cost come from the episodes' role usage (the judge's own calls are not part of an episode).
   Cost is litellm's price of each provider call (0 for local backends and unpriced models; cache hits cost 0).
-  ``TotalTokens``, ``LatencySeconds`` (summed wall time of the row's provider calls) and ``LatencyPerRunSeconds``;
+  ``TotalTokens``, ``LatencySeconds`` (summed wall time of the row's role calls: provider calls, and the local
+  backends' own work, a local model's first load included) and ``LatencyPerRunSeconds``;
   ``ScorePerDollar``: ``WeightedSlotScore_macro`` / ``CostPerRunUSD`` (None at zero cost); ``ScorePerQuestion``:
   ``WeightedSlotScore_macro`` / ``AtomicQuestionsPerRun`` (None when the row asks nothing).
 
@@ -32,7 +33,7 @@ Intervals (``CI95``): the statistic's per-case mean over its repeats, resampled 
 ``scipy.stats.bootstrap`` (percentile method, fixed seed); with one case or no spread the interval is the point.
 The interval is widened to include the reported point when the two differ (unequal repeats per case).
 Rates with an empty denominator are None. Floats are rounded to 6 places and keys sorted, so reruns give
-identical JSON.
+identical JSON (the latency figures are wall time: equal when the units come from the store, not when replayed).
 """
 
 from __future__ import annotations
