@@ -7,8 +7,8 @@ report pair: stage ``evaluate`` writes ``data/eval/`` and stage ``report`` depen
 holds ``--files`` small files, ten per episode folder ``runs/<protocol>/<method>/run_KK/<case>/`` (the default run
 left 10,432 before the episodes were packed). *Packed*: the same bytes as one ``episodes.jsonl`` plus one
 ``episodes.eval`` (and a ``summary.json``), what ``evaluate.<domain>.run_folders: false`` writes. Each project is
-reproduced once, then the no-op commands are timed ``--repeats`` times (median and min; the DVC process start-up,
-about 0.4-1 s here, is in every figure). Nothing of the real pipeline runs. Figures go to stdout and
+reproduced once, then the no-op commands are timed ``--repeats`` times, the two layouts in turn (median and min;
+DVC's start-up is in every figure). Nothing of the real pipeline runs. Figures go to stdout and
 benchmarks/out/dvc_status_packing.json.
 """
 
@@ -81,14 +81,25 @@ def project(base: Path, layout: str, files: int) -> Path:
     return folder
 
 
-def measure(folder: Path, repeats: int) -> dict:
-    first = dvc(folder, "repro", "-q")
-    counted = sum(1 for p in (folder / "data" / "eval").rglob("*") if p.is_file())
-    status = [dvc(folder, "status", "-q") for _ in range(repeats)]
-    repro = [dvc(folder, "repro", "-q") for _ in range(repeats)]
-    return {"files": counted, "first_repro_s": round(first, 2),
-            "status_median_s": round(statistics.median(status), 3), "status_min_s": round(min(status), 3),
-            "noop_repro_median_s": round(statistics.median(repro), 3), "noop_repro_min_s": round(min(repro), 3)}
+def measure(folders: dict[str, Path], repeats: int) -> dict[str, dict]:
+    """Reproduce each project once, then time the no-op commands, alternating the layouts so that both see the
+    same machine load."""
+    first = {layout: dvc(folder, "repro", "-q") for layout, folder in folders.items()}
+    times: dict[str, dict[str, list[float]]] = {layout: {"status": [], "repro": []} for layout in folders}
+    for _ in range(repeats):
+        for command in ("status", "repro"):
+            for layout, folder in folders.items():
+                times[layout][command].append(dvc(folder, command, "-q"))
+    out = {}
+    for layout, folder in folders.items():
+        t = times[layout]
+        out[layout] = {"files": sum(1 for p in (folder / "data" / "eval").rglob("*") if p.is_file()),
+                       "first_repro_s": round(first[layout], 2),
+                       "status_median_s": round(statistics.median(t["status"]), 3),
+                       "status_min_s": round(min(t["status"]), 3),
+                       "noop_repro_median_s": round(statistics.median(t["repro"]), 3),
+                       "noop_repro_min_s": round(min(t["repro"]), 3)}
+    return out
 
 
 def main() -> int:
@@ -98,17 +109,20 @@ def main() -> int:
     args = parser.parse_args()
     base = Path(tempfile.mkdtemp(prefix="dvc-packing-bench-"))
     try:
-        results = {layout: measure(project(base, layout, args.files), args.repeats)
-                   for layout in ("folders", "packed")}
+        results = measure({layout: project(base, layout, args.files) for layout in ("folders", "packed")},
+                          args.repeats)
     finally:
         shutil.rmtree(base, ignore_errors=True)
+    results["load_average_1min"] = round(os.getloadavg()[0], 1)  # other work on the machine inflates both layouts
+    results["cpus"] = os.cpu_count()
     results["speedup_status"] = round(results["folders"]["status_median_s"] / results["packed"]["status_median_s"], 1)
     for layout in ("folders", "packed"):
         r = results[layout]
         print(f"{layout:8s} {r['files']:6d} files: no-op dvc status {r['status_median_s']:.2f} s (min "
               f"{r['status_min_s']:.2f}), no-op dvc repro {r['noop_repro_median_s']:.2f} s (min "
               f"{r['noop_repro_min_s']:.2f}); first repro {r['first_repro_s']:.1f} s")
-    print(f"packed is {results['speedup_status']}x faster on a no-op dvc status")
+    print(f"packed is {results['speedup_status']}x faster on a no-op dvc status (load average "
+          f"{results['load_average_1min']} on {results['cpus']} CPUs)")
     OUT.parent.mkdir(parents=True, exist_ok=True)
     OUT.write_text(json.dumps({"args": vars(args), **results}, indent=1, sort_keys=True) + "\n")
     return 0
