@@ -7,9 +7,9 @@ report pair: stage ``evaluate`` writes ``data/eval/`` and stage ``report`` depen
 holds ``--files`` small files, ten per episode folder ``runs/<protocol>/<method>/run_KK/<case>/`` (the default run
 left 10,432 before the episodes were packed). *Packed*: the same bytes as one ``episodes.jsonl`` plus one
 ``episodes.eval`` (and a ``summary.json``), what ``evaluate.<domain>.run_folders: false`` writes. Each project is
-reproduced once, then the no-op commands are timed ``--repeats`` times, the two layouts in turn (median and min;
-DVC's start-up is in every figure). Nothing of the real pipeline runs. Figures go to stdout and
-benchmarks/out/dvc_status_packing.json.
+reproduced once, then the no-op commands are timed ``--repeats`` times, the two layouts in turn (median and min),
+next to ``dvc status`` in a project with no stage: DVC's own start-up, which is in every figure. Nothing of the
+real pipeline runs. Figures go to stdout and benchmarks/out/dvc_status_packing.json.
 """
 
 from __future__ import annotations
@@ -81,16 +81,19 @@ def project(base: Path, layout: str, files: int) -> Path:
     return folder
 
 
-def measure(folders: dict[str, Path], repeats: int) -> dict[str, dict]:
-    """Reproduce each project once, then time the no-op commands, alternating the layouts so that both see the
-    same machine load."""
+def measure(folders: dict[str, Path], baseline: Path, repeats: int) -> dict[str, dict]:
+    """Reproduce each project once, then time the no-op commands, alternating the layouts (and ``dvc status`` in
+    ``baseline``, a project with no stage: DVC's own start-up) so that all see the same machine load."""
     first = {layout: dvc(folder, "repro", "-q") for layout, folder in folders.items()}
     times: dict[str, dict[str, list[float]]] = {layout: {"status": [], "repro": []} for layout in folders}
+    empty: list[float] = []
     for _ in range(repeats):
+        empty.append(dvc(baseline, "status", "-q"))
         for command in ("status", "repro"):
             for layout, folder in folders.items():
                 times[layout][command].append(dvc(folder, command, "-q"))
-    out = {}
+    out: dict[str, dict] = {"no_stage": {"status_median_s": round(statistics.median(empty), 3),
+                                         "status_min_s": round(min(empty), 3)}}
     for layout, folder in folders.items():
         t = times[layout]
         out[layout] = {"files": sum(1 for p in (folder / "data" / "eval").rglob("*") if p.is_file()),
@@ -109,7 +112,10 @@ def main() -> int:
     args = parser.parse_args()
     base = Path(tempfile.mkdtemp(prefix="dvc-packing-bench-"))
     try:
-        results = measure({layout: project(base, layout, args.files) for layout in ("folders", "packed")},
+        baseline = base / "no_stage"
+        baseline.mkdir()
+        dvc(baseline, "init", "--no-scm", "-q")
+        results = measure({layout: project(base, layout, args.files) for layout in ("folders", "packed")}, baseline,
                           args.repeats)
     finally:
         shutil.rmtree(base, ignore_errors=True)
@@ -121,6 +127,8 @@ def main() -> int:
         print(f"{layout:8s} {r['files']:6d} files: no-op dvc status {r['status_median_s']:.2f} s (min "
               f"{r['status_min_s']:.2f}), no-op dvc repro {r['noop_repro_median_s']:.2f} s (min "
               f"{r['noop_repro_min_s']:.2f}); first repro {r['first_repro_s']:.1f} s")
+    print(f"no stage (DVC's start-up): dvc status {results['no_stage']['status_median_s']:.2f} s (min "
+          f"{results['no_stage']['status_min_s']:.2f})")
     print(f"packed is {results['speedup_status']}x faster on a no-op dvc status (load average "
           f"{results['load_average_1min']} on {results['cpus']} CPUs)")
     OUT.parent.mkdir(parents=True, exist_ok=True)
