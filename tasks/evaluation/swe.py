@@ -12,7 +12,8 @@ role answers them from the full issue + hints; judges and the classifier label t
 
 Outputs in ``out_dir``: ``summary.json`` (byte-stable; the ranked ``methods`` apart from the ``reference_methods``,
 see ``swe_methods.REFERENCE``), ``rows.jsonl`` (one row per method x case with questions,
-answers and labels), ``report.md`` (the report section), ``category_distribution.png``,
+answers and labels), ``questions.eval`` (the rows as an Inspect AI log, ``inspect_log``), ``report.md`` (the report
+section), ``category_distribution.png``,
 ``questions_vs_recovery.png``, and ``bridge/`` (SWE-bench-style JSONL per method + ``manifest.json``; see
 ``swe_bridge``). Units are cached under ``<root>/.cache/eval/swe/units`` by content, so a rerun recomputes only
 units whose case, method, roles, reward settings, weights or code changed.
@@ -510,6 +511,9 @@ def evaluate_swe(cases: Sequence[Case], settings: SweEvalSettings, roles: RolesP
     atomic_write_text(out_dir / "rows.jsonl", "".join(json.dumps(r, sort_keys=True, ensure_ascii=False) + "\n"
                                                       for r in rows))
     atomic_write_text(out_dir / "report.md", report_markdown(summary))
+    from tasks.evaluation import inspect_log
+
+    inspect_log.write_swe_log(out_dir / inspect_log.SWE_LOG, rows, summary, {c.case_id: c.brief.content for c in cases})
     ordered = plotted_methods(summary)
     swe_plots.category_plot(ordered, out_dir / "category_distribution.png")
     swe_plots.recovery_plot(ordered, out_dir / "questions_vs_recovery.png")

@@ -368,6 +368,10 @@ def eval_section(inputs: ReportInputs, used: set[str], domain: str) -> Section:
         extra += [Text(REFERENCE_NOTE, kind="note"), reference_table(reference, summary)]
     if isinstance(summary.get("abstention"), dict):
         extra.append(abstention_table(summary["abstention"], str((data or {}).get("backend", "unspecified"))))
+    from tasks.evaluation import cost_table
+
+    if costs := cost_table.cost_rows(summary):
+        extra += [Table(cost_table.HEADER, costs, caption=cost_table.TITLE), Text(cost_table.NOTE, kind="note")]
     extra += _figures(inputs, base, _slug(stage), stage)
     if inputs.exists(f"{base}/report.md"):
         extra.append(Text(f"The evaluation's own report, with every table: {base}/report.md.", kind="note"))

@@ -126,13 +126,14 @@ def _or_episodes(E: Any, options: dict[str, Any]) -> list:
 
 def _or_summary(E: Any, options: dict[str, Any]) -> list:
     """OR-Clarify summary rows (tasks.evaluation.metrics.summary_frame)."""
-    from tasks.evaluation.metrics import CI_METRICS, RATE_METRICS
+    from tasks.evaluation.metrics import CI_METRICS, COST_METRICS, RATE_METRICS
 
     return [
         E.ExpectTableRowCountToBeBetween(min_value=1),
         E.ExpectColumnValuesToBeUnique(column="key"),
         E.ExpectColumnValuesToBeBetween(column="RunCount", min_value=1),
         *_rates(E, RATE_METRICS),
+        *[E.ExpectColumnValuesToBeBetween(column=name, min_value=0) for name in COST_METRICS],
         *_inside_ci(E, CI_METRICS),
     ]
 
