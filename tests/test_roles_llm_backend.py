@@ -116,6 +116,8 @@ def example(name: str) -> dict:
         "rewriter": {"problem_id": "bakery", "units": [UNITS[0], UNITS[2]]},
         "question_writer": {"incomplete_issue": ISSUE, "hidden_categories": ["Version/Environment Information"],
                             "repo": "acme/widgetlib"},
+        "strategy_tagger": {"question": "Could you paste the full traceback of `frobnicate(None)`?",
+                            "issue_text": ISSUE},
         **EVAL_EXAMPLES,
     }[name]
 

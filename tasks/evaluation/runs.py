@@ -71,6 +71,9 @@ class EvalSettings(BaseModel):
     """Judge: question turns after the last P0/P1 hit that make a stop ``over_questioning``."""
     bootstrap: int = Field(default=2000, ge=100)
     methods: list[MethodEntry] = Field(min_length=1)
+    run_folders: bool = False
+    """Also write one folder of files per episode under ``runs/`` (transcript, judge input, events, ...); the default
+    packs them into ``episodes.jsonl`` and the Inspect log, which hold the same records."""
     sanity: SanitySettings = SanitySettings()
     """The sanity ladder (``tasks/evaluation/sanity.py``), checked when ``oracle`` and ``ready_now`` both run."""
 

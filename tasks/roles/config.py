@@ -35,6 +35,7 @@ ROLE_NAMES = (
     "or_direct_question",
     "or_gap_alignment",
     "or_session_judge",
+    "strategy_tagger",
 )
 
 
@@ -77,6 +78,8 @@ LOCAL_IMPLEMENTATIONS = {
     "or_session_judge": ("silent assumptions: unhedged READY-summary/question statements scored against each "
                          "unconfirmed slot (logistic over MiniLM + word overlap); stopping label by the re-audit "
                          "rules plus over-questioning after N low-value turns"),
+    "strategy_tagger": "keyword and pattern rules for the four CLARITI answerability strategies (evidence-based, "
+                       "specific, scoped, actionable)",
 }
 """What each role's local backend is, in words, for reports."""
 
@@ -146,6 +149,7 @@ class RolesParams(BaseModel):
     or_direct_question: RoleConfig = RoleConfig()
     or_gap_alignment: RoleConfig = RoleConfig()
     or_session_judge: RoleConfig = RoleConfig()
+    strategy_tagger: RoleConfig = RoleConfig()
     max_failure_rate: float = Field(default=0.2, ge=0.0, le=1.0)
     """A stage fails (nothing published) when any role's share of failed requests is above this
     (``tasks/roles/failures.py``); 1.0 never fails."""

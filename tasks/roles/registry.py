@@ -33,6 +33,7 @@ _WHERE = {
     "or_direct_question": ("tasks.clarifiers.interopt_roles", "DIRECT_SPEC"),
     "or_gap_alignment": ("tasks.clarifiers.interopt_roles", "ALIGNMENT_SPEC"),
     "or_session_judge": ("tasks.evaluation.judge", "SESSION_SPEC"),
+    "strategy_tagger": ("tasks.roles.strategy_tagger", "SPEC"),
 }
 assert set(_WHERE) == set(ROLE_NAMES)
 
