@@ -249,6 +249,15 @@ def _dask_comparison(tmp_path, repeats: int = 1):
     return run
 
 
+def _worker_pids(address: str) -> dict[str, int]:
+    """Worker address -> process id, through a client of its own (a client left open in the flow's process would
+    become the one prefect-dask submits through)."""
+    from distributed import Client
+
+    with Client(address) as client:
+        return client.run(os.getpid)
+
+
 def test_the_same_units_on_a_multi_process_dask_cluster_give_the_same_metrics(tmp_path, prefect_api):
     """Two worker processes (a real LocalCluster on loopback, reached by address as a remote one would be) play
     the units; the metrics equal the serial run's, and both workers did some of the work."""
@@ -258,14 +267,15 @@ def test_the_same_units_on_a_multi_process_dask_cluster_give_the_same_metrics(tm
     from tasks.cluster import ClusterParams
 
     run = _dask_comparison(tmp_path)
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as local, \
-            Client(local) as client:
-        pids = set(client.run(os.getpid).values())
-        assert len(pids) == 2 and os.getpid() not in pids
-        on_dask = flow(name="eval-on-dask")(lambda: run("dask", "dask", ClusterParams(address=local.scheduler_address)))()
-        executed = client.run(lambda dask_worker: dask_worker.state.transition_counter)
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as local:
+        pids = _worker_pids(local.scheduler_address)
+        assert len(set(pids.values())) == 2 and os.getpid() not in pids.values()
+        cluster = ClusterParams(address=local.scheduler_address)  # the flow captures no cluster object (pickled)
+        on_dask = flow(name="eval-on-dask")(lambda: run("dask", "dask", cluster))()
+        with Client(local.scheduler_address) as client:
+            executed = client.run(lambda dask_worker: len(dask_worker.state.log))
     assert _headline(on_dask) == _headline(run("serial", "serial"))
-    assert all(count > 0 for count in executed.values()), executed
+    assert len(executed) == 2 and all(n > 0 for n in executed.values()), executed
 
 
 def test_a_worker_killed_mid_run_is_replaced_and_the_metrics_equal_an_uninterrupted_run(tmp_path, prefect_api):
@@ -273,7 +283,7 @@ def test_a_worker_killed_mid_run_is_replaced_and_the_metrics_equal_an_uninterrup
     scheduler runs its lost units again, and the metrics equal the serial run's."""
     import threading
 
-    from distributed import Client, LocalCluster
+    from distributed import LocalCluster
     from prefect import flow
 
     from tasks.cluster import ClusterParams
@@ -281,9 +291,8 @@ def test_a_worker_killed_mid_run_is_replaced_and_the_metrics_equal_an_uninterrup
     run = _dask_comparison(tmp_path, repeats=3)
     stored = tmp_path / "dask"
     out: dict = {}
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as local, \
-            Client(local) as client:
-        before = client.run(os.getpid)
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as local:
+        before = _worker_pids(local.scheduler_address)
         cluster = ClusterParams(address=local.scheduler_address)
         worker = threading.Thread(target=lambda: out.update(
             summary=flow(name="eval-killed-worker")(lambda: run("dask", "dask", cluster))()))
@@ -295,8 +304,8 @@ def test_a_worker_killed_mid_run_is_replaced_and_the_metrics_equal_an_uninterrup
         os.kill(next(iter(before.values())), signal.SIGKILL)
         worker.join(timeout=RUN_TIMEOUT_S)
         assert not worker.is_alive()
-        client.wait_for_workers(2, timeout=60)
-        after = client.run(os.getpid)
+        local.wait_for_workers(2, timeout=60)
+        after = _worker_pids(local.scheduler_address)
     assert 0 < done_at_kill < 12, done_at_kill  # the kill fell mid-run
     assert set(after.values()) != set(before.values())  # a new worker process took the dead one's place
     assert _headline(out["summary"]) == _headline(run("serial", "serial"))
