@@ -33,7 +33,7 @@ def test_runners_follow_the_params():
 def test_the_old_per_evaluation_dask_address_says_where_it_moved():
     from tasks.evaluation.runs import EvalSettings
 
-    with pytest.raises(ValidationError, match="moved to cluster.address"):
+    with pytest.raises(ValidationError, match=r"moved to cluster\.address"):
         EvalSettings(methods=[{"name": "freeqa"}], dask_address="tcp://127.0.0.1:8786")
     assert "dask_address" not in EvalSettings(methods=[{"name": "freeqa"}], dask_address=None).model_dump()
 
