@@ -183,7 +183,7 @@ def test_evaluate_optimization_over_http_matches_the_local_run(server, key, tmp_
     summary = write_outputs(tmp_path / "out", results, cases, settings, roles, domain=OPTIMIZATION_CONTEXT,
                             source="test")
     assert set(summary["rows"]) == {"open::freeqa", "mc_d::interopt"}
-    assert list((tmp_path / "out" / "runs").rglob("transcript.md"))
+    assert (tmp_path / "out" / "episodes.jsonl").is_file()  # packed episodes (run folders only on request)
     run_config = (tmp_path / "out" / "run_config.json").read_text()
     assert server.url in run_config and KEY_ENV in run_config  # the endpoint and the variable's name, never the key
     files = _files_without(tmp_path, key)  # artifacts, episode stores, the call cache (and its WAL)
