@@ -231,3 +231,12 @@ def test_a_failing_tagger_backend_is_counted_and_stops_the_stage_above_the_limit
                         client=client, progress=False)
     assert metrics["tagger_failures"] == metrics["questions"] == 20
     assert "llm mock/" in metrics["backend"]
+
+
+def test_findings_record_input_paths_that_are_not_machine_specific(tmp_path):
+    from tasks.analysis.stage import shown_path
+
+    root = tmp_path / "repo"
+    assert shown_path(root / "data" / "eval" / "swe" / "rows.jsonl", root) == "data/eval/swe/rows.jsonl"
+    assert shown_path(tmp_path / "shared" / "data" / "book.xlsx", root) == "../shared/data/book.xlsx"
+    assert shown_path(Path("/elsewhere/tmp/rows.jsonl"), root) == "rows.jsonl"

@@ -65,6 +65,17 @@ def backends(roles, eval_described: dict[str, Any], sources: set[str]) -> dict[s
     return out
 
 
+def shown_path(path: Path, root: Path) -> str:
+    """``path`` as findings.json records it, never machine-specific: relative to the repository (``../shared/...``
+    for the sibling data folder), else its file name alone."""
+    import os
+
+    path, root = path.resolve(), root.resolve()
+    if path.is_relative_to(root.parent):
+        return Path(os.path.relpath(path, root)).as_posix()
+    return path.name
+
+
 def run(cfg, roles, root: Path, staging: Path, *, client=None, progress: bool = True,
         results_dir: Path | None = None, on_step: Callable[[str], None] | None = None) -> dict[str, Any]:
     """Everything except publishing; returns the stage metrics. Raises InputError (bad input) or GateError."""
@@ -115,7 +126,8 @@ def run(cfg, roles, root: Path, staging: Path, *, client=None, progress: bool = 
     document = {"backends": labels, "model_backend": "scikit-learn logistic regression (standardised, L2, C=1) "
                 "with linear SHAP", "by_property": properties, "by_position": positions, "by_set": sets,
                 "model": models, "paper_comparison": comparison,
-                "inputs": {"eval_rows": cfg.eval_rows, "workbook": cfg.workbook if book is not None else None,
+                "inputs": {"eval_rows": shown_path(rows_path, root),
+                           "workbook": shown_path(book, root) if book is not None else None,
                            "workbook_rows": (cfg.workbook_limit or "all") if book is not None else None}}
     atomic_write_json(staging / "findings.json", document)
     atomic_write_text(staging / "questions.csv", frame.to_csv(index=False))
