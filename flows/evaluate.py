@@ -1,11 +1,13 @@
 """evaluate@<domain>: play every clarifier against the simulated user, judge the runs, report the metrics.
 
 Reads ``params.yaml: evaluate.<domain>`` (cases, methods x protocols, K repeats, T_max, concurrency) and writes
-``data/eval/<domain>/`` (per-run artifacts under ``runs/``, ``summary.json``, ``recovery.json`` + ``recovery.png``,
-``report.md``, ``run_config.json``), ``data/metrics/stages/evaluate/<domain>.json`` and the recovery curves (SWE:
-one point per method) as ``dvc plots`` records in ``data/plots/evaluate/<domain>/recovery.json``. Both keep the ranked
-methods under ``rows`` (SWE summary: ``methods``) and the reference rows (an oracle, a floor; declared next to each
-method's registration) apart under ``reference_rows`` (``reference_methods``), each naming what it reads.
+``data/eval/<domain>/`` (every episode in ``episodes.jsonl`` and the Inspect log ``episodes.eval``, per-run folders
+under ``runs/`` only with ``run_folders: true``, ``summary.json``, ``recovery.json`` + ``recovery.png``, ``report.md``,
+``run_config.json``; SWE: ``rows.jsonl`` and ``questions.eval``), ``data/metrics/stages/evaluate/<domain>.json``
+and the recovery curves (SWE: one point per method) as ``dvc plots`` records in
+``data/plots/evaluate/<domain>/recovery.json``. Both keep the ranked methods under ``rows`` (SWE summary:
+``methods``) and the reference rows (an oracle, a floor; declared next to each method's registration) apart under
+``reference_rows`` (``reference_methods``), each naming what it reads.
 Episodes fan out over a Prefect task runner; finished units are stored under ``.cache/eval/<domain>`` so a killed run
 resumes without replaying them (and the LLM call cache serves the calls of the units that were cut off). The
 episodes and the summary pass GX gates before the folder is swapped into place.
@@ -170,7 +172,7 @@ def evaluate_episodes(domain: str, params: str, out: str | None, runner: str | N
     client = default_client()
     bar = _progress_bar()
     results, stats = play(cases, settings, cfg.roles, store, domain=context, client=client, runner=runner,
-                          progress=bar)
+                          cluster=cfg.cluster, progress=bar)
     # a role (a judge, an agent, the simulated user) that failed too often stops the stage before anything is written
     failures = episode_failure_counts(results, cfg.roles)
     check_failure_rates(failures, cfg.roles.max_failure_rate, stage=f"evaluate@{domain}")
@@ -179,7 +181,7 @@ def evaluate_episodes(domain: str, params: str, out: str | None, runner: str | N
     with staged_dir(out_dir) as staging:
         summary = write_outputs(staging, results, cases, settings, cfg.roles, domain=context, source=settings.cases)
         gate("or_episodes", eval_metrics.episodes_frame([r.episode for r in results], [r.judge for r in results]),
-             artifact=f"{out_dir.relative_to(root)}/runs", results_dir=results_dir,
+             artifact=f"{out_dir.relative_to(root)}/episodes.jsonl", results_dir=results_dir,
              methods=[m.name for m in settings.methods])
         gate("or_summary", eval_metrics.summary_frame(summary), artifact=f"{out_dir.relative_to(root)}/summary.json",
              results_dir=results_dir)
@@ -250,6 +252,8 @@ def evaluate_questions(domain: str, params: str, out: str | None, runner: str | 
         metrics = {"backend": backend_line(cfg.roles, SWE_ROLES), "cases": len(inputs.cases),
                    "split": swe.split_metrics(summary, inputs, settings),
                    **metric_rows(summary["methods"], summary["reference_methods"], _swe_headline)}
+        if "abstention" in summary:
+            metrics["abstention"] = summary["abstention"]["methods"]
         check_stage_metrics(f"evaluate/{domain}", metrics, counts={"cases": len(inputs.cases)})
         publish_with_metrics(staging, out_dir, root, f"evaluate/{domain}", metrics)
     from tasks.evaluation.plots import plot_data_path

@@ -206,7 +206,6 @@ def evaluate_entry(name: str) -> str:
     seed: 0
     concurrency: 8
     task_runner: threads
-    dask_address: null
     over_questioning_after: 4
     bootstrap: 2000
     methods:                        # local agents ask from the domain's gap inventory (tasks/domains/{name}/)

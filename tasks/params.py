@@ -8,6 +8,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from tasks.cluster import ClusterParams
 from tasks.errors import InputError, validation_message
 from tasks.rewards.config import RewardConfig
 from tasks.roles.config import RolesParams
@@ -191,6 +192,29 @@ class TrainingParams(Section):
     """The held-out reward curve GRPO logs (data/models/grpo/heldout_curve.json)."""
 
 
+class QuestionAnalysisParams(Section):
+    """``question_analysis``: which properties separate answerable from unanswerable questions (CLARITI RQ2)."""
+
+    eval_rows: str = "data/eval/swe/rows.jsonl"
+    """evaluate@swe's per-question outputs (its methods and policies on the held-out cases)."""
+    workbook: str = "../shared/data/clariti/data.xlsx"
+    use_workbook: Literal["auto", "never", "always"] = "auto"
+    """``auto``: the workbook's published lists when the file exists; ``always``: an error when it does not."""
+    published: dict[str, str] = Field(default_factory=lambda: {
+        "clariti_grpo": "clarification_questions_grpo_3", "gpt5": "clarification_questions_gpt5_3",
+        "gpt5_nano": "clarification_questions_gpt5_nano_3"})
+    """Question set name -> workbook column (the three published lists for rewrite 3)."""
+    workbook_limit: int | None = Field(default=100, ge=1)
+    """The first N workbook rows only (judging all 500 rows' lists locally takes about 25 minutes); None: all."""
+    max_position: int = Field(default=6, ge=2)
+    """Positions from this one on are pooled (``6+``)."""
+    folds: int = Field(default=5, ge=2)
+    seed: int = 0
+    min_per_class: int = Field(default=10, ge=2)
+    """The separating model is fitted for a source with at least this many answerable and unanswerable questions."""
+    batch_size: int = Field(default=256, ge=1)
+
+
 class ReportParams(Section):
     title: str = "clarifyflow report"
 
@@ -212,10 +236,13 @@ class Params(Section):
     shap: ShapParams = ShapParams()
     sft_data: SftDataParams = SftDataParams()
     reward: RewardConfig = RewardConfig()
+    """The staged reward. Its judges' backends come from ``roles`` (see ``reward_config``)."""
     training: TrainingParams = TrainingParams()
+    question_analysis: QuestionAnalysisParams = QuestionAnalysisParams()
     evaluate: dict[str, dict[str, Any]] = {}
     """Per domain; validated by the evaluate flow (``tasks.evaluation.runs.EvalSettings``)."""
-    """The staged reward. Its judges' backends come from ``roles`` (see ``reward_config``)."""
+    cluster: ClusterParams = ClusterParams()
+    """The Dask cluster of every fan-out whose ``task_runner`` is ``dask`` (``tasks.cluster``)."""
 
     def reward_config(self) -> RewardConfig:
         """``reward`` with the judge roles taken from ``roles`` (one place configures each role)."""

@@ -275,6 +275,17 @@ CORPUS: dict[str, Bad] = {
     "params_removed_key": Bad("sft_data", [], set_key("sft_data.heldout_fraction", 0.2),
                               ("params.yaml", "field 'sft_data'", "heldout_fraction")),
     "params_shap_folds": Bad("shap_stage", [], set_key("shap.folds", 1), ("params.yaml", "field 'shap.folds'")),
+    "params_question_analysis_folds": Bad("question_analysis", [], set_key("question_analysis.folds", 1),
+                                          ("params.yaml", "field 'question_analysis.folds'")),
+    "question_rows_missing": Bad("question_analysis", [], set_key("question_analysis.eval_rows", "inputs/none.jsonl"),
+                                 ("none.jsonl", "file not found", "question_analysis.eval_rows")),
+    "question_rows_malformed": Bad("question_analysis", [], both(
+        lambda root: write(root, "inputs/rows.jsonl", '{"method": "m", "case_id": "c"}\n'),
+        set_key("question_analysis.eval_rows", "inputs/rows.jsonl")), ("rows.jsonl", "line 1", "source_id")),
+    "question_workbook_required": Bad("question_analysis", [], both(
+        lambda root: write(root, "inputs/rows.jsonl", ""), set_key("question_analysis.eval_rows", "inputs/rows.jsonl"),
+        set_key("question_analysis.use_workbook", "always"), set_key("question_analysis.workbook", "inputs/no.xlsx")),
+        ("no.xlsx", "file not found", "question_analysis.workbook")),
     "params_training_profile": Bad("train", ["--stage", "sft"], set_key("training.profile", "tpu"),
                                    ("params.yaml", "field 'training.profile'")),
     "params_eval_repeats": Bad("evaluate", E_OPT, set_key("evaluate.optimization.repeats", 0),

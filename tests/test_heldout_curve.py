@@ -6,7 +6,8 @@ import json
 
 import pytest
 
-from tasks.rewards.staged import RewardBreakdown
+from tasks.rewards.config import RewardConfig
+from tasks.rewards.staged import RewardBreakdown, gated_total
 from tasks.training.heldout import (
     CURVE_FILE,
     CURVE_PNG,
@@ -26,6 +27,7 @@ class CountingReward:
     """Total = 0.1 x the number of lines of the answer; each stage = half of it."""
 
     stage_names = STAGES
+    cfg = RewardConfig(order=STAGES)
 
     def score(self, samples):
         out = []
@@ -34,6 +36,26 @@ class CountingReward:
             out.append(RewardBreakdown(questions=[f"q{i}" for i in range(n)], values=dict.fromkeys(STAGES, n / 20),
                                        passed=dict.fromkeys(STAGES, True), stopped_at=None, total=n / 10,
                                        judge_failures=dict.fromkeys(STAGES, 0)))
+        return out
+
+
+class GateReward:
+    """The real gate: an answer's text names its stage values (``"nr=0.29 rest=0.7"``); the public partial-credit
+    rule turns a failed first gate into 0."""
+
+    cfg = RewardConfig()
+    stage_names = tuple(cfg.order)
+
+    def score(self, samples):
+        out = []
+        for s in samples:
+            fields = dict(part.split("=") for part in s["completion"].split())
+            values = {st: float(fields["nr"] if st == "non_redundancy" else fields["rest"]) for st in self.stage_names}
+            passed = {st: values[st] >= self.cfg.thresholds.get(st) for st in self.stage_names}
+            total = gated_total(list(self.stage_names), values, passed, self.cfg.weights, "public")
+            out.append(RewardBreakdown(questions=["q1", "q2"], values=values, passed=passed,
+                                       stopped_at=next((st for st in self.stage_names if not passed[st]), None),
+                                       total=total, judge_failures=dict.fromkeys(self.stage_names, 0)))
         return out
 
 
@@ -76,7 +98,8 @@ def test_comparison_pairs_the_first_and_last_points_by_case():
     assert got["sft"]["total"] == pytest.approx(0.1) and got["grpo"]["total"] == pytest.approx(0.225)
     assert got["gain"]["total"]["mean"] == pytest.approx(0.125)
     assert got["gain"]["total"]["low"] > 0
-    assert set(got["gain"]) == {"total", *STAGES}
+    gates = {"non_redundancy_gate_passed", "diversity_gate_passed"}
+    assert set(got["gain"]) == {"total", *STAGES, "ungated", "paper", *gates}
     with pytest.raises(ValueError):
         comparison(HeldoutCurve(cases=4, issues=2, every=2, max_new_tokens=8, points=curve.points[:1]))
 
@@ -123,3 +146,34 @@ def test_report_shows_the_heldout_table():
     first = table.rows[0]
     assert first[0] == "total" and first[-1] == "yes"
     assert "4 cases from 2 issues" in table.caption
+
+
+def test_measures_separate_a_gate_flip_from_the_stage_values():
+    """GRPO's answers improve every ungated stage but slip under the non-redundancy gate: the gated total falls to
+    0, the ungated and paper readings and the gate pass rate say what moved."""
+    reward, ps = GateReward(), prompts(4)
+    curve = HeldoutCurve(cases=4, issues=2, every=1, max_new_tokens=8, points=[
+        score_answers(reward, ps, ["nr=0.31 rest=0.6"] * 4, 0),
+        score_answers(reward, ps, ["nr=0.29 rest=0.7"] * 4, 1)])
+    sft, grpo = curve.points
+    assert sft.measures["ungated"] == pytest.approx(0.25 * 0.31 + 0.75 * 0.6)
+    assert sft.measures["paper"] == pytest.approx(sft.total)
+    assert grpo.total == 0.0 and grpo.measures["paper"] == pytest.approx(0.25 * 0.29)
+    assert sft.pass_rate == {"non_redundancy": 1.0, "diversity": 1.0}
+    assert grpo.pass_rate == {"non_redundancy": 0.0, "diversity": 1.0}
+    got = comparison(curve)
+    assert got["gain"]["total"]["high"] < 0
+    assert got["gain"]["ungated"]["low"] > 0
+    assert got["gain"]["non_redundancy_gate_passed"]["mean"] == pytest.approx(-1.0)
+    assert got["sft"]["non_redundancy_gate_passed"] == 1.0 and got["grpo"]["non_redundancy_gate_passed"] == 0.0
+    from tasks.training.heldout import curve_lines
+
+    assert list(curve_lines(curve)) == ["total", *reward.stage_names, "ungated", "paper"]
+
+
+def test_a_curve_written_before_the_measures_still_compares():
+    reward, ps = CountingReward(), prompts(2)
+    points = [score_answers(reward, ps, ["a", "a"], 0), score_answers(reward, ps, ["a\nb", "a"], 1)]
+    old = [p.model_copy(update={"measures": {}, "per_case_measures": {}, "per_case_passed": {}}) for p in points]
+    got = comparison(HeldoutCurve(cases=2, issues=1, every=1, max_new_tokens=8, points=old))
+    assert set(got["gain"]) == {"total", *STAGES}

@@ -73,7 +73,8 @@ def test_pipeline_flow_runs_the_dag_then_dvc_is_a_noop(project, prefect_api, tmp
     write_params(project, dag_params())
     order = python(project, "-m", "flows.pipeline", "--list").stdout.split()
     assert order == ["construct@analytics", "construct@optimization", "construct@swe", "shap", "sft_data", "sft",
-                     "grpo", "evaluate@analytics", "evaluate@optimization", "evaluate@swe", "report"]
+                     "grpo", "evaluate@analytics", "evaluate@optimization", "evaluate@swe", "question_analysis",
+                     "report"]
     traces = tmp_path / "import-traces"
     install_trace(project, traces)
     monkeypatch.setenv(TRACE_ENV, str(traces))
@@ -83,6 +84,7 @@ def test_pipeline_flow_runs_the_dag_then_dvc_is_a_noop(project, prefect_api, tmp
     assert "construct@optimization: ran" in proc.stdout and "shap: ran" in proc.stdout
     assert "sft_data: ran" in proc.stdout and "sft: ran" in proc.stdout and "grpo: ran" in proc.stdout
     assert "evaluate@optimization: ran" in proc.stdout and "evaluate@swe: ran" in proc.stdout
+    assert "question_analysis: ran" in proc.stdout
     assert "construct@analytics: ran" in proc.stdout and "evaluate@analytics: ran" in proc.stdout
     assert (project / "data" / "eval" / "analytics" / "summary.json").is_file()
     swe_summary = json.loads((project / "data" / "eval" / "swe" / "summary.json").read_text())

@@ -328,12 +328,13 @@ def test_nothing_run_yet_renders_every_section_as_not_run(tmp_path):
     inputs = ReportInputs.load(root, roles(), ["swe", "optimization"])
     report = write_report("T", inputs, tmp_path / "report")
     page = Page((tmp_path / "report" / "report.html").read_text())
-    assert {s: page.stages()[s]["status"] for s in STAGES} == dict.fromkeys(STAGES, "missing")
+    stages = [*STAGES, "question_analysis"]
+    assert {s: page.stages()[s]["status"] for s in stages} == dict.fromkeys(stages, "missing")
     assert page.sections["validation"]["status"] == "missing"
     assert "No validation results on disk yet" in page.text("validation")
     md = (tmp_path / "report" / "report.md").read_text()
-    assert md.count("Not run yet") == len(STAGES)
-    assert sorted(s.stage for s in report.walk() if s.missing and s.stage) == sorted(STAGES)
+    assert md.count("Not run yet") == len(stages)
+    assert sorted(s.stage for s in report.walk() if s.missing and s.stage) == sorted(stages)
     assert not page.imgs
 
 
@@ -368,10 +369,10 @@ def test_report_flow_in_a_project_copy(project, prefect_api, monkeypatch):
     assert (out / "hidden_categories.png").stat().st_size > 1000
     first = {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()}
     assert Path("report.html") in first and Path("figures/grpo-rewards.png") in first
-    assert summary["not_run"] == ["construct@analytics", "evaluate@analytics", "evaluate@swe"]
-    assert "not run yet: construct@analytics, evaluate@analytics, evaluate@swe" in describe(summary)
+    assert summary["not_run"] == ["construct@analytics", "evaluate@analytics", "evaluate@swe", "question_analysis"]
+    assert "not run yet: construct@analytics, evaluate@analytics, evaluate@swe, question_analysis" in describe(summary)
     metrics = json.loads((project / "data" / "metrics" / "report.json").read_text())
     assert metrics == {"stages": 8, "metrics": len(flatten(inputs_for(project).metrics)), "figures": 7,
-                       "sections_not_run": 3}
+                       "sections_not_run": 4}
     build_flow()(params="params.yaml")
     assert {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()} == first

@@ -116,6 +116,8 @@ def example(name: str) -> dict:
         "rewriter": {"problem_id": "bakery", "units": [UNITS[0], UNITS[2]]},
         "question_writer": {"incomplete_issue": ISSUE, "hidden_categories": ["Version/Environment Information"],
                             "repo": "acme/widgetlib"},
+        "strategy_tagger": {"question": "Could you paste the full traceback of `frobnicate(None)`?",
+                            "issue_text": ISSUE},
         **EVAL_EXAMPLES,
     }[name]
 
@@ -175,8 +177,23 @@ def test_every_role_is_configurable_from_params_and_listed():
     from tests.conftest import ROOT
 
     params = Params.model_validate(yaml.safe_load((ROOT / "params.yaml").read_text()))
-    assert set(type(params.roles).model_fields) - {"max_failure_rate"} == set(ROLE_NAMES)  # every role, one setting
+    # every role, one setting
+    assert set(type(params.roles).model_fields) - {"max_failure_rate", "preset"} == set(ROLE_NAMES)
     assert set(describe_roles(params.roles)) == set(ROLE_NAMES)
     with pytest.raises(Exception, match="backend"):
         RolesParams.model_validate({"annotator": {"backend": "gpt"}})
     assert json.dumps(describe_roles(RolesParams()))
+
+
+def test_the_readme_lists_every_role_and_the_preset_groups():
+    import re
+
+    from tasks.roles.config import PRESET_GROUPS
+    from tests.conftest import ROOT
+
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    table = text.split("**Every role**", 1)[1].split("\n\n", 2)[1]
+    rows = re.findall(r"^\| `(\w+)` \|[^|]*\|\s*(\w*)\s*\|", table, re.M)
+    assert sorted(name for name, _ in rows) == sorted(ROLE_NAMES)
+    assert {name: group for name, group in rows if group} == {
+        name: group for group, names in PRESET_GROUPS.items() for name in names}

@@ -4,6 +4,7 @@ workbook's published question sets."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import re
 import time
@@ -380,6 +381,17 @@ def test_evaluation_end_to_end_resumes_without_work_and_labels_the_surrogate(tmp
     assert len(summary_frame(summary)) == 5 and len(rows_frame(tmp_path / "out")) == 20
     assert "distinct_intents" in summary_frame(summary) and "distinct_intents" in stage["rows"]["base_policy"]
     assert {r["distinct_intents"] is None for r in rows if r["method"] == "no_questions"} == {True}
+    if importlib.util.find_spec("inspect_ai"):  # the Inspect log: one sample per row, scores and results per method
+        from inspect_ai.log import read_eval_log
+
+        log = read_eval_log(str(tmp_path / "out" / "questions.eval"))
+        assert sorted(s.id for s in log.samples) == sorted(r["key"] for r in rows)
+        by_id = {s.id: s for s in log.samples}
+        for row in rows:
+            assert len(by_id[row["key"]].messages) == (3 if row["questions"] else 2)
+            if row["recall"] is not None:
+                assert by_id[row["key"]].scores["recall"].value == row["recall"]
+        assert {s.name for s in log.results.scores} == set(methods)
 
 
 @pytest.mark.prefect

@@ -24,3 +24,18 @@ def test_callback_prints_one_line_per_training_log(capsys):
     callback.on_log(None, state, None, logs={"train_runtime": 9.0})  # the summary log at the end: no line
     out = capsys.readouterr().err.splitlines()
     assert len(out) == 1 and out[0].startswith("sft step 2/4: loss 1.5 | ")
+
+
+def test_lines_reach_stderr_bare_inside_a_flow_that_logs_prints(prefect_api, capfd):
+    """The flows run with ``log_prints``: Prefect's print turns ``print(..., file=sys.stderr)`` into a log record
+    (dropped at PREFECT_LOGGING_LEVEL=WARNING, and never the bare line); ``say`` writes the line itself."""
+    from prefect import flow
+
+    from tasks.training.progress import say
+
+    @flow(name="progress-under-log-prints", log_prints=True)
+    def run() -> None:
+        say("grpo step 1/2: loss 0.5 | 3.0 s/step, 0 min left")
+
+    run()
+    assert "grpo step 1/2: loss 0.5 | 3.0 s/step, 0 min left" in capfd.readouterr().err.splitlines()

@@ -12,14 +12,25 @@ from tasks import store
 from tasks.domains.swe import mask_issue
 from tasks.domains.swe.samples import load_samples
 from tasks.params import SweConstructParams
-from tasks.validation import docs
+from tasks.validation import docs, docs_assets
 from tests.conftest import MINI
 
 SITE = Path("gx") / "uncommitted" / "data_docs" / "local_site"
 CDNS = {"cdn.jsdelivr.net", "cdnjs.cloudflare.com", "maxcdn.bootstrapcdn.com", "stackpath.bootstrapcdn.com",
         "unpkg.com", "code.jquery.com"}
-"""Where GX's templates take Bootstrap, bootstrap-table, Font Awesome, jQuery, Popper and Vega from: nothing installed
-ships those files, so these links stay (tasks/validation/docs.py)."""
+"""Where GX's templates take Bootstrap, bootstrap-table, Font Awesome, jQuery, Popper and Vega from: without the
+vendored copies (tasks/validation/docs_assets.py) these links stay."""
+
+
+def _vendor_fakes(vendor: Path) -> None:
+    """Every vendored file, as a stand-in (the real ones come from npm at set-up time)."""
+    for asset in docs_assets.ASSETS:
+        path = docs_assets.package_dir(vendor, asset.package) / asset.path
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(f"/* {asset.package} {asset.path} */\n")
+        for folder in asset.alongside:
+            (path.parents[1] / folder).mkdir(exist_ok=True)
+            (path.parents[1] / folder / "font.woff2").write_bytes(b"wOF2")
 
 
 @pytest.fixture
@@ -66,6 +77,79 @@ def test_pages_show_local_images_and_take_only_the_known_cdns(repo: Path) -> Non
             assert not src.startswith(("http:", "https:")) and (page.parent / src).is_file(), (page, src)
         remote = re.findall(r'<(?:link[^>]*\shref|script[^>]*\ssrc)="(https?://[^"]+)"', html)
         assert {urlparse(url).hostname for url in remote} <= CDNS, (page, remote)
+
+
+def test_with_vendored_assets_no_page_loads_a_stylesheet_or_script_from_elsewhere(repo: Path, capsys) -> None:
+    _vendor_fakes(repo / docs_assets.VENDOR)
+    cases = [case for issue in load_samples(MINI) for case in mask_issue(issue, SweConstructParams())[0]]
+    store.atomic_write_text(repo / "data" / "cases" / "swe" / "cases.jsonl", store.jsonl_text(cases))
+    assert docs.main([]) == 0
+    assert "stay on CDNs" not in capsys.readouterr().out
+    pages = sorted((repo / SITE).rglob("*.html"))
+    assert len(pages) >= 3
+    linked = 0
+    for page in pages:
+        html = page.read_text(encoding="utf-8")
+        links = re.findall(r'<(?:link[^>]*\shref|script[^>]*\ssrc)="([^"]+)"', html)
+        assert not [u for u in links if u.startswith(("http:", "https:", "//"))], page
+        for link in [u for u in links if "static/vendor/" in u]:  # (GX's own favicon link is broken on deep pages)
+            assert (page.parent / link).is_file(), (page, link)
+            linked += 1
+    assert linked >= len(pages)
+    fonts = repo / SITE / "static" / "vendor" / "@fortawesome+fontawesome-free@6.6.0" / "webfonts" / "font.woff2"
+    assert fonts.is_file()  # all.min.css takes its fonts from ../webfonts
+
+
+def test_every_cdn_link_of_the_installed_templates_has_a_vendored_asset() -> None:
+    """A GX upgrade that links another file (or another version) fails here, not silently online."""
+    import great_expectations
+
+    templates = Path(great_expectations.__file__).parent / "render" / "view" / "templates"
+    found = set()
+    for template in templates.rglob("*.j2"):
+        found |= {m[2] for m in docs_assets.LINK.finditer(template.read_text(encoding="utf-8"))}
+    assert found, "no CDN links found in GX's templates: the pattern no longer matches them"
+    assert found <= {a.url for a in docs_assets.ASSETS}, sorted(found - {a.url for a in docs_assets.ASSETS})
+
+
+def test_fetch_keeps_only_the_linked_files_of_each_npm_package(tmp_path: Path) -> None:
+    """``npm pack`` stood in by a script that writes each package's tarball (the real one needs the registry)."""
+    import tarfile
+
+    packs = tmp_path / "packs"
+    packs.mkdir()
+    for package in {a.package for a in docs_assets.ASSETS}:
+        tarball = packs / (package.replace("/", "+") + ".tgz")
+        with tarfile.open(tarball, "w:gz") as tar:
+            for asset in [a for a in docs_assets.ASSETS if a.package == package]:
+                for name in (asset.path, *(f"{d}/x.woff2" for d in asset.alongside)):
+                    src = tmp_path / "src" / package.replace("/", "+") / name
+                    src.parent.mkdir(parents=True, exist_ok=True)
+                    src.write_text(name)
+                    tar.add(src, arcname=f"package/{name}")
+            readme = tmp_path / "README.md"
+            readme.write_text("not linked")
+            tar.add(readme, arcname="package/README.md")
+    npm = tmp_path / "npm"
+    npm.write_text(f'#!/bin/sh\n# npm pack <package> --silent --pack-destination <dir>\n'
+                   f'cp "{packs}/$(echo "$2" | tr / +).tgz" "$5/"\n')
+    npm.chmod(0o755)
+    vendor = tmp_path / "vendor"
+    fetched = docs_assets.fetch(vendor, npm=str(npm))
+    assert sorted(fetched) == sorted({a.package for a in docs_assets.ASSETS})
+    assert docs_assets.missing(vendor) == []
+    assert not list(vendor.rglob("README.md")) and not list(vendor.glob(".fetch-*"))
+    assert (docs_assets.package_dir(vendor, "@fortawesome/fontawesome-free@6.6.0") / "webfonts" / "x.woff2").is_file()
+    assert docs_assets.fetch(vendor, npm=str(npm)) == []  # nothing missing: no npm call
+
+
+def test_a_failing_npm_leaves_no_partial_package(tmp_path: Path) -> None:
+    npm = tmp_path / "npm"
+    npm.write_text("#!/bin/sh\necho 'npm error 404 Not Found' >&2\nexit 1\n")
+    npm.chmod(0o755)
+    with pytest.raises(RuntimeError, match="404"):
+        docs_assets.fetch(tmp_path / "vendor", npm=str(npm))
+    assert list((tmp_path / "vendor").iterdir()) == []
 
 
 def test_nothing_published_returns_1(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -142,6 +142,9 @@ class RoleUsage(_Frozen):
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cost_usd: float = 0.0
+    latency_s: float = 0.0
+    """Summed wall time of this episode's calls of the role (provider calls, or the local backend's own work; cache
+    hits add nothing); 0 in units stored before it was recorded."""
 
 
 class Episode(_Frozen):

@@ -1,8 +1,9 @@
 """Play and judge every unit of an evaluation (resumably), then build its outputs in a folder.
 
 ``play`` returns one :class:`UnitResult` per unit, taking finished units from the store; ``write_outputs`` writes
-the run directories, the summary, the recovery curves and the report into a (staging) folder and returns the
-summary. The flow (flows/evaluate.py) gates and publishes that folder.
+the episodes (``episodes.jsonl``, the Inspect log, run directories on request), the summary, the recovery curves and
+the report into a (staging) folder and returns the summary. The flow (flows/evaluate.py) gates and publishes that
+folder.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from tasks.records import Case
 from tasks.roles.config import RolesParams
 
 if TYPE_CHECKING:
+    from tasks.cluster import ClusterParams
     from tasks.domains.api import DomainContext
 
 
@@ -77,11 +79,11 @@ def play_unit(unit: Unit, case: Case, entry: MethodEntry, settings: EvalSettings
 
 
 def play(cases: Sequence[Case], settings: EvalSettings, roles: RolesParams, store: UnitStore[UnitResult], *,
-         domain: DomainContext, client=None, runner: str | None = None,
+         domain: DomainContext, client=None, runner: str | None = None, cluster: ClusterParams | None = None,
          progress: Callable[[int, int], None] | None = None,
          units: Sequence[Unit] | None = None) -> tuple[list[UnitResult], UnitStats]:
     """Every unit's result in unit order (finished units come from ``store``), each played and judged in
-    ``domain`` (the evaluation's, built once where it starts)."""
+    ``domain`` (the evaluation's, built once where it starts). ``runner`` dask runs on ``cluster``."""
     from functools import partial
 
     by_id = {c.case_id: c for c in cases}
@@ -95,7 +97,7 @@ def play(cases: Sequence[Case], settings: EvalSettings, roles: RolesParams, stor
     work = partial(_play_one, by_id=by_id, entries=entries, settings=settings, roles=roles, store=store.folder,
                    code=code, domain=domain, client=shared)
     outcomes = execute(units, work, concurrency=settings.concurrency, runner=runner,
-                       dask_address=settings.dask_address, progress=progress)
+                       cluster=cluster, progress=progress)
     stats = UnitStats(computed=sum(not reused for _, reused in outcomes),
                       reused=sum(reused for _, reused in outcomes))
     return [result for result, _ in outcomes], stats
@@ -107,22 +109,22 @@ def _play_one(unit: Unit, *, by_id, entries, settings, roles, store, code, domai
 
 def write_outputs(out: Path, results: Sequence[UnitResult], cases: Sequence[Case], settings: EvalSettings,
                   roles: RolesParams, *, domain: DomainContext, source: str) -> dict[str, Any]:
-    """Run directories (the judge's input rendered in ``domain``), ``summary.json`` (ranked ``rows`` and
-    ``reference_rows`` apart), ``recovery.json``/``recovery.png``, ``report.md`` and ``run_config.json``."""
+    """``episodes.jsonl`` (every episode, its judgement and the judge's input rendered in ``domain``), the run
+    folders when ``settings.run_folders``, ``summary.json`` (ranked ``rows`` and ``reference_rows`` apart),
+    ``recovery.json``/``recovery.png``, ``report.md``, ``run_config.json`` and the Inspect log ``episodes.eval``
+    (skipped with a warning when inspect_ai is not installed)."""
     from tasks.clarifiers.base import reference_of
-    from tasks.evaluation import metrics, plots, report
-    from tasks.evaluation.judge import judge_input_markdown
-    from tasks.evaluation.runs import write_run_dir
+    from tasks.evaluation import inspect_log, metrics, plots, report
+    from tasks.evaluation.episodes_jsonl import FILE, episode_records, write_episodes, write_run_folders
     from tasks.roles.config import describe_roles
     from tasks.splits import split_counts
     from tasks.store import atomic_write_json, atomic_write_text
 
     by_id = {c.case_id: c for c in cases}
-    for r in results:
-        unit = Unit(case_id=r.episode.case_id, method=r.episode.method, protocol=r.episode.protocol,
-                    repeat=r.episode.repeat)
-        write_run_dir(out / unit.rel_dir, r.episode, r.judge,
-                      judge_input_markdown(by_id[unit.case_id], r.episode, r.judge, domain=domain))
+    records = episode_records(results, cases, domain=domain)
+    write_episodes(out / FILE, records)
+    if settings.run_folders:
+        write_run_folders(out, records)
     episodes = [r.episode for r in results]
     judgements = [r.judge for r in results]
     groups = metrics.summarise(episodes, judgements, by_id, n_resamples=settings.bootstrap, seed=settings.seed)
@@ -147,6 +149,8 @@ def write_outputs(out: Path, results: Sequence[UnitResult], cases: Sequence[Case
     plots.recovery_plot(curves, out / "recovery.png")
     markdown = report.report_markdown(summary, run_config, describe_roles(roles))
     atomic_write_text(out / "report.md", markdown)
+    inspect_log.write_episode_log(out / inspect_log.EPISODES_LOG, records, summary, run_config,
+                               task=f"evaluate@{domain.name}")
     return summary
 
 

@@ -23,12 +23,17 @@ Definitions (a *run* is one case x repeat; every played run counts, protocol fai
 - ``<counter>`` per-run means of the method counters under ``Counters`` (a counter a run lacks counts 0);
   ``SelectorFallbacksPerRun`` sums the counters whose name starts with ``selector_fallback``.
 - Tokens and cost come from the episodes' role usage (the judge's own calls are not part of an episode).
+  Cost is litellm's price of each provider call (0 for local backends and unpriced models; cache hits cost 0).
+  ``TotalTokens``, ``LatencySeconds`` (summed wall time of the row's role calls: provider calls, and the local
+  backends' own work, a local model's first load included) and ``LatencyPerRunSeconds``;
+  ``ScorePerDollar``: ``WeightedSlotScore_macro`` / ``CostPerRunUSD`` (None at zero cost); ``ScorePerQuestion``:
+  ``WeightedSlotScore_macro`` / ``AtomicQuestionsPerRun`` (None when the row asks nothing).
 
 Intervals (``CI95``): the statistic's per-case mean over its repeats, resampled over cases with
 ``scipy.stats.bootstrap`` (percentile method, fixed seed); with one case or no spread the interval is the point.
 The interval is widened to include the reported point when the two differ (unequal repeats per case).
 Rates with an empty denominator are None. Floats are rounded to 6 places and keys sorted, so reruns give
-identical JSON.
+identical JSON (the latency figures are wall time: equal when the units come from the store, not when replayed).
 """
 
 from __future__ import annotations
@@ -54,6 +59,8 @@ CI_METRICS = ("AllSlotExactRestoreRate", "CoreExactRestoreRate", "WeightedSlotSc
               "SilentAssumptionsPerRun", "PrematureStopRate", "RecoveryAUC")
 RECOVERY_QUESTIONS = 20
 """The question budget of ``RecoveryAUC`` (the default T_max)."""
+COST_METRICS = ("TotalTokens", "EstimatedCostUSD", "LatencySeconds", "ScorePerDollar", "ScorePerQuestion")
+"""Never negative (the ``or_summary`` gate); None where a row has no such figure."""
 RATE_METRICS = ("AllSlotExactRestoreRate", "CoreExactRestoreRate", "WeightedSlotScore_macro",
                 "WeightedSlotScore_micro", "RecoveryAUC", "ReadyRate", "PrematureStopRate",
                 "StoppingStatusMismatchRate", "ProtocolFailureRate", "MultiQuestionTurnRate", "DSelectionRate",
@@ -197,6 +204,8 @@ def _group_metrics(runs: list[tuple[Episode, JudgeResult]], *, n_resamples: int,
         "TokensPerRun": tokens / n,
         "EstimatedCostUSD": cost,
         "CostPerRunUSD": cost / n,
+        **efficiency(usage, n=n, score=float(np.mean([j.weighted_slot_score for j in judged])),
+                     questions=sum(e.atomic_questions for e in eps)),
         "JudgeFailures": sum(j.judge_failed for j in judged),
         "JudgeFailureRate": sum(j.judge_failed for j in judged) / n,
     }
@@ -216,6 +225,18 @@ def _group_metrics(runs: list[tuple[Episode, JudgeResult]], *, n_resamples: int,
         ci[name] = bootstrap_ci(means, m[name], n_resamples=n_resamples, seed=seed + i)
     m["CI95"] = ci
     return m
+
+
+def efficiency(usage: Sequence[Any], *, n: int, score: float, questions: int) -> dict[str, float | int | None]:
+    """A row's cost and efficiency figures (module docstring) from its episodes' role usage records."""
+    cost_per_run = sum(u.cost_usd for u in usage) / n
+    return {
+        "TotalTokens": sum(u.prompt_tokens + u.completion_tokens for u in usage),
+        "LatencySeconds": float(sum(u.latency_s for u in usage)),
+        "LatencyPerRunSeconds": float(sum(u.latency_s for u in usage)) / n,
+        "ScorePerDollar": score / cost_per_run if cost_per_run > 0 else None,
+        "ScorePerQuestion": score / (questions / n) if questions else None,
+    }
 
 
 def summarise(episodes: Sequence[Episode], judgements: Sequence[JudgeResult],
@@ -379,7 +400,7 @@ def summary_frame(summary: Mapping[str, Mapping[str, Any]]):
         row: dict[str, Any] = {"key": key, "RunCount": s["RunCount"], "CoreEligibleRunCount": s["CoreEligibleRunCount"],
                                "AtomicQuestionsPerRun": s["AtomicQuestionsPerRun"],
                                "SilentAssumptionsPerRun": s["SilentAssumptionsPerRun"]}
-        row.update({name: s.get(name) for name in RATE_METRICS})
+        row.update({name: s.get(name) for name in (*RATE_METRICS, *COST_METRICS)})
         for name in CI_METRICS:
             bounds = (s.get("CI95") or {}).get(name)
             row[f"{name}_low"], row[f"{name}_high"] = (bounds if bounds else (None, None))

@@ -211,7 +211,10 @@ def report_markdown(summary: Mapping[str, Mapping[str, Any]], settings: Mapping[
     lines += ["", note, "", "## Slot judgements and stopping", ""]
     if summary["rows"] or summary["reference_rows"]:
         lines += _judgement_table(summary)
-    lines += [""] + _extension_lines(summary["rows"])
+    from tasks.evaluation.cost_table import cost_markdown
+
+    lines += [""] + cost_markdown(summary)
+    lines += _extension_lines(summary["rows"])
     return "\n".join(lines).rstrip() + "\n"
 
 

@@ -19,8 +19,10 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from tasks.cluster import ClusterParams
+from tasks.cluster import task_runner as make_task_runner
 from tasks.episodes.records import PROTOCOLS, Episode, JudgeResult, Protocol
 from tasks.evaluation import engine
 from tasks.evaluation.engine import UnitStore
@@ -61,15 +63,27 @@ class EvalSettings(BaseModel):
     seed: int = 0
     concurrency: int = Field(default=8, ge=1)
     task_runner: str = Field(default="threads", pattern="^(threads|dask|serial)$")
-    """threads: Prefect's ThreadPoolTaskRunner; dask: prefect-dask's DaskTaskRunner (a local cluster unless
-    ``dask_address`` is set); serial: one at a time in the flow's thread."""
-    dask_address: str | None = None
+    """threads: Prefect's ThreadPoolTaskRunner; dask: prefect-dask's DaskTaskRunner on ``params.yaml: cluster``
+    (worker processes of a local cluster, or the scheduler at ``cluster.address``); serial: one at a time in the
+    flow's thread."""
+    dask_address: str | None = Field(default=None, exclude=True)
+    """Moved to ``cluster.address`` (one cluster for every fan-out); only ``null`` is accepted here."""
     over_questioning_after: int = Field(default=4, ge=1)
     """Judge: question turns after the last P0/P1 hit that make a stop ``over_questioning``."""
     bootstrap: int = Field(default=2000, ge=100)
     methods: list[MethodEntry] = Field(min_length=1)
+    run_folders: bool = False
+    """Also write one folder of files per episode under ``runs/`` (transcript, judge input, events, ...); the default
+    packs them into ``episodes.jsonl`` and the Inspect log, which hold the same records."""
     sanity: SanitySettings = SanitySettings()
     """The sanity ladder (``tasks/evaluation/sanity.py``), checked when ``oracle`` and ``ready_now`` both run."""
+
+    @field_validator("dask_address")
+    @classmethod
+    def _moved(cls, value: str | None) -> None:
+        if value is not None:
+            raise ValueError(f"moved to cluster.address (params.yaml: cluster: {{address: {value}}})")
+        return None
 
     @model_validator(mode="after")
     def _unique(self) -> EvalSettings:
@@ -258,7 +272,7 @@ def write_run_dir(folder: Path, episode: Episode, judge: JudgeResult, judge_inpu
 
 
 def execute(units: Sequence[Unit], work: Callable[[Unit], Any], *, concurrency: int,
-            runner: str = "threads", dask_address: str | None = None,
+            runner: str = "threads", cluster: ClusterParams | None = None,
             progress: Callable[[int, int], None] | None = None) -> list[Any]:
     """Run ``work`` over ``units`` with at most ``concurrency`` at a time; results in unit order.
 
@@ -278,16 +292,7 @@ def execute(units: Sequence[Unit], work: Callable[[Unit], Any], *, concurrency: 
 
     play = task(name="episode", task_run_name="{unit.protocol}::{unit.method}/{unit.case_id}#{unit.repeat}",
                 retries=0, log_prints=False, cache_policy=NO_CACHE)(_run_unit)
-    if runner == "threads":
-        from prefect.task_runners import ThreadPoolTaskRunner
-
-        task_runner = ThreadPoolTaskRunner(max_workers=concurrency)
-    else:
-        from prefect_dask import DaskTaskRunner
-
-        task_runner = (DaskTaskRunner(address=dask_address) if dask_address else
-                       DaskTaskRunner(cluster_kwargs={"n_workers": 1, "threads_per_worker": concurrency,
-                                                      "processes": False}))
+    task_runner = make_task_runner(runner, concurrency=concurrency, cluster=cluster)  # type: ignore[arg-type]
     results: list[Any] = []
     with task_runner:
         futures = [task_runner.submit(play, parameters={"work": work, "unit": u}) for u in units]

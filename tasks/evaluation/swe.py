@@ -12,7 +12,8 @@ role answers them from the full issue + hints; judges and the classifier label t
 
 Outputs in ``out_dir``: ``summary.json`` (byte-stable; the ranked ``methods`` apart from the ``reference_methods``,
 see ``swe_methods.REFERENCE``), ``rows.jsonl`` (one row per method x case with questions,
-answers and labels), ``report.md`` (the report section), ``category_distribution.png``,
+answers and labels), ``questions.eval`` (the rows as an Inspect AI log, ``inspect_log``), ``report.md`` (the report
+section), ``category_distribution.png``,
 ``questions_vs_recovery.png``, and ``bridge/`` (SWE-bench-style JSONL per method + ``manifest.json``; see
 ``swe_bridge``). Units are cached under ``<root>/.cache/eval/swe/units`` by content, so a rerun recomputes only
 units whose case, method, roles, reward settings, weights or code changed.
@@ -37,6 +38,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from tasks.domains.swe.workbook import PUBLISHED_COLUMNS
 from tasks.errors import InputError
 from tasks.evaluation.engine import UnitStats
+from tasks.evaluation.swe_abstain import AbstainSettings
 from tasks.records import SAFE_ID, Case
 from tasks.rewards.config import RewardConfig
 from tasks.roles.config import RolesParams
@@ -117,6 +119,8 @@ class SweEvalSettings(BaseModel):
     published: PublishedSettings = PublishedSettings()
     measured: list[MeasuredEntry] = []
     methods: list[SweMethodEntry] = Field(default_factory=_default_methods, min_length=1)
+    abstain: AbstainSettings = AbstainSettings()
+    """Abstain with warning (``tasks.evaluation.swe_abstain``): off unless a threshold is set."""
 
     @model_validator(mode="after")
     def _unique(self) -> SweEvalSettings:
@@ -424,6 +428,7 @@ def summarise(cases: Sequence[Case], units_by_method: dict[str, list], settings:
                 "predicted_resolution": o.predicted_resolution if o else None,
                 "measured_resolved": measured.resolved.get(u.case_id) if measured is not None else None,
                 "n_questions": len(u.questions), "distinct_intents": distinct_intents(u), "completion": u.completion,
+                "information_insufficient": u.information_insufficient,
                 "questions": [q.model_dump() for q in u.questions],
                 "reward": u.reward.model_dump() if u.reward else None,
             })
@@ -485,12 +490,26 @@ def evaluate_swe(cases: Sequence[Case], settings: SweEvalSettings, roles: RolesP
     inputs.trained = check_trained_policies(root, settings, cases)  # the cases given here, not only the loaded ones
     units, stats = run_units(cases, settings, roles, inputs, root=root, reward=reward, client=client,
                              progress=progress, methods=methods)
+    abstaining: list[str] = []
+    if settings.abstain.threshold is not None:
+        from tasks.evaluation.swe_abstain import add_abstaining
+
+        settings, units, abstaining = add_abstaining(settings, units)
+        inputs.columns.update({f"{n}+abstain": inputs.columns[n] for n in abstaining if n in inputs.columns})
     summary, rows = summarise(cases, units, settings, roles, inputs, reward)
+    if abstaining:
+        from tasks.evaluation.metrics import tidy
+        from tasks.evaluation.swe_abstain import abstention_block
+
+        summary["abstention"] = tidy(abstention_block(summary, units, abstaining, settings.abstain.threshold))
     out_dir.mkdir(parents=True, exist_ok=True)
     atomic_write_json(out_dir / "summary.json", summary)
     atomic_write_text(out_dir / "rows.jsonl", "".join(json.dumps(r, sort_keys=True, ensure_ascii=False) + "\n"
                                                       for r in rows))
     atomic_write_text(out_dir / "report.md", report_markdown(summary))
+    from tasks.evaluation import inspect_log
+
+    inspect_log.write_swe_log(out_dir / inspect_log.SWE_LOG, rows, summary, {c.case_id: c.brief.content for c in cases})
     ordered = plotted_methods(summary)
     swe_plots.category_plot(ordered, out_dir / "category_distribution.png")
     swe_plots.recovery_plot(ordered, out_dir / "questions_vs_recovery.png")
@@ -611,6 +630,10 @@ def report_markdown(summary: dict[str, Any]) -> str:
     backends = "; ".join(f"{name}: {d.get('model') or d.get('implementation')} ({d['backend']})"
                          for name, d in summary["roles"].items())
     notes.append(f"- Roles: {backends}.")
+    if summary.get("abstention"):
+        from tasks.evaluation.swe_abstain import abstention_lines
+
+        lines += ["", *abstention_lines(summary["abstention"])]
     return "\n".join(lines + ["", *notes]) + "\n"
 
 

@@ -53,6 +53,8 @@ class ExportRow(BaseModel):
     hints_text: str = ""
     clarifyflow_case_id: str = Field(pattern=SAFE_ID)
     clarifyflow_method: str = Field(pattern=SAFE_ID)
+    clarifyflow_warning: str | None = None
+    """``information insufficient`` when the questioner abstained (``swe_abstain``); absent otherwise."""
 
 
 def clarified_issue(brief: str, qa: Sequence[tuple[str, str]]) -> str:
@@ -131,6 +133,7 @@ def export_row(case: Case, unit: Any, meta: Mapping[str, Mapping[str, str]]) -> 
         hints_text=case.hints,
         clarifyflow_case_id=case.case_id,
         clarifyflow_method=unit.method,
+        clarifyflow_warning="information insufficient" if getattr(unit, "information_insufficient", False) else None,
     )
 
 

@@ -243,7 +243,9 @@ class LlmQuestioner(SweMethod):
 
         cfg = self.role_config().model_dump(mode="json")
         return {"kind": self.kind, "model": cfg["model"], "temperature": cfg["temperature"],
-                "max_tokens": cfg["max_tokens"], "system_prompt": self.options.system_prompt or SYSTEM_PROMPT}
+                "max_tokens": cfg["max_tokens"], "system_prompt": self.options.system_prompt or SYSTEM_PROMPT,
+                # another server with the same model name is another method (absent: the keys stay as they were)
+                **{k: cfg[k] for k in ("api_base", "extra") if cfg[k]}}
 
     def complete(self, cases: Sequence[Case]) -> list[Completion]:
         import asyncio

@@ -71,6 +71,8 @@ class SweUnit(BaseModel):
     questions: list[QuestionRecord] = []
     reward: RewardRecord | None = None
     role_failures: dict[str, int] = {}
+    information_insufficient: bool = False
+    """The questioner abstained (``swe_abstain``): it asked nothing and flags the task."""
 
 
 QUESTION_CODE = ("evaluation/swe_units.py", "evaluation/swe_methods.py", "training/prompts.py", "roles", "rewards")

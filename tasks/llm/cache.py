@@ -1,9 +1,10 @@
 """The persistent, content-addressed LLM call cache (SQLite).
 
-Key = sha256 of the canonical JSON of (model, messages, the whitelisted sampling parameters, output schema).
-Value = the completion text and its token usage. Nothing else from the request or response is stored: no API key,
-no headers, no api_base. litellm removed its disk cache in 1.109, so this is ours; it lives under ``.cache/`` so a
-stage rerun (which deletes the stage's outs) keeps it.
+Key = sha256 of the canonical JSON of (model, messages, the whitelisted sampling parameters, output schema, and
+when a role sets them its ``api_base`` and ``extra`` litellm arguments: two servers with the same model name never
+share answers). Value = the completion text and its token usage. Nothing else from the request or response is stored:
+no API key, no headers, no endpoint (it enters only the hash). litellm removed its disk cache in 1.109, so this is
+ours; it lives under ``.cache/`` so a stage rerun (which deletes the stage's outs) keeps it.
 """
 
 from __future__ import annotations
@@ -33,13 +34,18 @@ class CachedCall(BaseModel):
     cost_usd: float = 0.0
 
 
-def call_key(model: str, messages: list[dict], params: dict[str, Any], schema: dict | None) -> str:
+def call_key(model: str, messages: list[dict], params: dict[str, Any], schema: dict | None, *,
+             api_base: str | None = None, extra: dict[str, Any] | None = None) -> str:
     material = {
         "model": model,
         "messages": [{"role": m["role"], "content": m["content"]} for m in messages],
         "params": {k: params[k] for k in SAMPLING_KEYS if params.get(k) is not None},
         "schema": schema,
     }
+    if api_base:  # absent keeps the keys of calls to the provider's default endpoint as they were
+        material["api_base"] = api_base.rstrip("/")
+    if extra:
+        material["extra"] = extra
     return hashlib.sha256(canonical_json(material).encode()).hexdigest()
 
 

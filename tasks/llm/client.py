@@ -1,7 +1,9 @@
 """The one door to language models: litellm plus our call cache, retries, structured output and accounting.
 
-- A cache hit makes no provider call. Only (model, messages, sampling params, output schema) form the key; only
-  the completion text and usage are stored.
+- A cache hit makes no provider call. Only (model, messages, sampling params, output schema, the role's api_base
+  and extra arguments) form the key; only the completion text and usage are stored.
+- A role's endpoint (``api_base``), key (read from the variable its ``api_key_env`` names, at call time) and
+  ``extra`` litellm arguments go to every call; the key is registered for redaction and never stored.
 - Timeouts, rate limits, connection errors and 5xx are retried with exponential backoff and full jitter.
 - Structured output is parsed into the role's pydantic model; an invalid answer gets up to
   ``max_regenerations`` more tries, each with a repair message that quotes the validation error.
@@ -14,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import random
 import re
 import sys
@@ -29,7 +32,7 @@ from pydantic import BaseModel, ValidationError
 from tasks.llm.accounting import Accounting
 from tasks.llm.cache import CachedCall, CallCache, call_key, schema_of
 from tasks.llm.records import RoleConfig, RoleFailure
-from tasks.llm.redact import install_log_redaction, redact
+from tasks.llm.redact import install_log_redaction, redact, register_secret
 
 M = TypeVar("M", bound=BaseModel)
 T = TypeVar("T")
@@ -93,7 +96,13 @@ def retryable_errors() -> tuple[type[BaseException], ...]:
     )
 
 
+NOT_TRANSIENT = ("Missing credentials", "api_key client option must be set")
+"""A missing key, which litellm reports as a 500 of its own: retrying cannot help (no request was sent)."""
+
+
 def _is_retryable(err: BaseException) -> bool:
+    if any(text in str(err) for text in NOT_TRANSIENT):
+        return False
     if isinstance(err, retryable_errors()):
         return True
     status = getattr(err, "status_code", None)
@@ -159,6 +168,21 @@ def run_sync(make: Callable[[], Awaitable[T]]) -> T:
         return pool.submit(lambda: asyncio.run(make())).result()
 
 
+def endpoint_kwargs(cfg: RoleConfig) -> dict[str, Any]:
+    """The role's endpoint, key and extra litellm arguments. The key is read now, from the variable ``api_key_env``
+    names, and registered for redaction; an unset variable fails the call (``provider``, not retried)."""
+    kwargs: dict[str, Any] = dict(cfg.extra)
+    if cfg.api_base:
+        kwargs["api_base"] = cfg.api_base
+    if cfg.api_key_env:
+        key = os.environ.get(cfg.api_key_env)
+        if not key:
+            raise LLMCallFailed("provider", f"api_key_env names {cfg.api_key_env}, which is not set", 0)
+        register_secret(key)
+        kwargs["api_key"] = key
+    return kwargs
+
+
 class LLMClient:
     def __init__(
         self,
@@ -211,12 +235,14 @@ class LLMClient:
         """
         litellm = _litellm()
         params = {"temperature": cfg.temperature, "max_tokens": cfg.max_tokens}
-        key = call_key(cfg.model, messages, {**params, "sample": sample}, schema_of(schema))
+        key = call_key(cfg.model, messages, {**params, "sample": sample}, schema_of(schema), api_base=cfg.api_base,
+                       extra=cfg.extra)
         cache = self.cache
         hit = cache.get(key) if cache is not None else None
         if hit is not None:
             self.accounting.add(role, model=cfg.model, cache_hits=1)
             return hit.content
+        endpoint = endpoint_kwargs(cfg)
         attempt = 0
         while True:
             await self._pace(role, cfg.rpm)
@@ -229,7 +255,8 @@ class LLMClient:
                     num_retries=0,
                     drop_params=True,
                     **params,
-                    **self._format_kwargs(cfg.model, schema),
+                    **self._format_kwargs(cfg, schema),
+                    **endpoint,
                 )
             except Exception as err:  # noqa: BLE001 - every provider error becomes an LLMCallFailed
                 self.accounting.add(role, model=cfg.model, latency_s=time.perf_counter() - started)
@@ -274,13 +301,15 @@ class LLMClient:
             return 0.0
 
     @staticmethod
-    def _format_kwargs(model: str, schema: type[BaseModel] | None) -> dict[str, Any]:
+    def _format_kwargs(cfg: RoleConfig, schema: type[BaseModel] | None) -> dict[str, Any]:
         from tasks.llm.providers import EMBEDDED_PROVIDERS
 
-        if schema is None or model.split("/", 1)[0] in EMBEDDED_PROVIDERS:
+        if schema is None or cfg.structured_output == "prompt" or cfg.model.split("/", 1)[0] in EMBEDDED_PROVIDERS:
             return {}
+        if cfg.structured_output == "json_schema":
+            return {"response_format": schema}
         try:
-            supported = _litellm().supports_response_schema(model=model)
+            supported = _litellm().supports_response_schema(model=cfg.model)
         except Exception:  # noqa: BLE001 - unmapped model: rely on the prompt and our validation
             supported = False
         return {"response_format": schema} if supported else {}

@@ -21,6 +21,14 @@ _HEADER = re.compile(
     r"(?:(?:bearer|basic|token)\s+)?[^\s'\",;}\]]+")
 _BEARER = re.compile(r"(?i)\b(bearer\s+)[A-Za-z0-9._~+/=-]+")
 _SK_KEY = re.compile(r"\bsk-[A-Za-z0-9_-]{8,}")
+_registered: set[str] = set()
+"""Keys read from the variables roles name in ``api_key_env`` (any name, not only ``*_API_KEY``)."""
+
+
+def register_secret(value: str) -> None:
+    """Redact ``value`` from now on (the client calls this with each key it reads)."""
+    if len(value) >= MIN_SECRET_LENGTH:
+        _registered.add(value)
 
 
 def secret_values(env: Mapping[str, str] | None = None) -> list[str]:
@@ -35,8 +43,8 @@ def redact(text: str, extra: Iterable[str] = ()) -> str:
     """``text`` with secret env values, ``extra`` values, bearer tokens, auth headers and ``sk-`` keys replaced."""
     if not text:
         return text
-    for value in (*sorted((v for v in extra if len(v) >= MIN_SECRET_LENGTH), key=len, reverse=True),
-                  *secret_values()):
+    named = {v for v in (*extra, *_registered) if len(v) >= MIN_SECRET_LENGTH}
+    for value in (*sorted(named, key=len, reverse=True), *secret_values()):
         text = text.replace(value, REDACTED)
     text = _HEADER.sub(rf"\1{REDACTED}", text)
     text = _BEARER.sub(rf"\1{REDACTED}", text)

@@ -40,6 +40,7 @@ def build_report(title: str, inputs: ReportInputs) -> Report:
         stage_or_missing(inputs, used, "sft_data", "SFT data", "sft-data", "no data/metrics/stages/sft_data.json"),
         training_section(inputs, used),
         evaluation_section(inputs, used),
+        question_analysis_section(inputs, used),
     ]
     taken = {s.key for top in sections for s in top.walk()}
     other = [stage_section(inputs, stage, stage, _slug(stage) + ("-stage" if _slug(stage) in taken else ""))
@@ -365,6 +366,12 @@ def eval_section(inputs: ReportInputs, used: set[str], domain: str) -> Section:
         extra.append(method_table(ranked, summary))
     if reference:
         extra += [Text(REFERENCE_NOTE, kind="note"), reference_table(reference, summary)]
+    if isinstance(summary.get("abstention"), dict):
+        extra.append(abstention_table(summary["abstention"], str((data or {}).get("backend", "unspecified"))))
+    from tasks.evaluation import cost_table
+
+    if costs := cost_table.cost_rows(summary):
+        extra += [Table(cost_table.HEADER, costs, caption=cost_table.TITLE), Text(cost_table.NOTE, kind="note")]
     extra += _figures(inputs, base, _slug(stage), stage)
     if inputs.exists(f"{base}/report.md"):
         extra.append(Text(f"The evaluation's own report, with every table: {base}/report.md.", kind="note"))
@@ -375,6 +382,34 @@ def eval_section(inputs: ReportInputs, used: set[str], domain: str) -> Section:
         return section
     used.add(stage)
     return stage_section(inputs, stage, stage, _slug(stage), extra)
+
+
+def question_analysis_section(inputs: ReportInputs, used: set[str]) -> Section:
+    """CLARITI RQ2: what makes a question answerable (tasks/reporting/question_section.py)."""
+    from tasks.reporting.question_section import FIGURES, FINDINGS, question_blocks
+
+    pngs = {name: data for name in FIGURES if (data := inputs.png(f"data/analysis/questions/{name}")) is not None}
+    return stage_or_missing(inputs, used, "question_analysis", "Question answerability (CLARITI RQ2)",
+                            "question-analysis", "no data/metrics/stages/question_analysis.json",
+                            extra=question_blocks(inputs.json(FINDINGS), pngs))
+
+
+ABSTAIN_COMPARED = ("hidden_recall", "weighted_recovery", "reward_mean", "questions_per_issue")
+
+
+def abstention_table(block: dict[str, Any], backend: str) -> Table:
+    """evaluate@swe's abstain-with-warning block (``tasks/evaluation/swe_abstain.py``): per method, how often it
+    abstains and each compared metric asking -> abstaining (change)."""
+    rows = []
+    for name, row in block.get("methods", {}).items():
+        cells = [f"{fmt(row[m]['asking'])} -> {fmt(row[m]['abstaining'])} ({fmt(row[m]['change'])})"
+                 for m in ABSTAIN_COMPARED]
+        rows.append([name, f"{fmt(row['abstention_rate'])} ({row['abstained']}/{row['cases']})", *cells,
+                     str(row["unanswerable_not_asked"]), backend])
+    return Table(["method", "abstention rate", *(f"{m} (ask -> abstain, change)" for m in ABSTAIN_COMPARED),
+                  "unanswerable questions not asked", "backend"], rows,
+                 caption=f"Abstain with warning: under a best staged reward of {fmt(block.get('threshold'))}, ask "
+                         f"nothing and flag the task \"{block.get('flag', 'information insufficient')}\"")
 
 
 REFERENCE_TITLE = "Reference rows (not ranked)"

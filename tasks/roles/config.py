@@ -1,10 +1,11 @@
-"""Per-role backend settings (``params.yaml: roles``) and the one function that lists them for reports."""
+"""Per-role backend settings (``params.yaml: roles``), the agent/user/judge preset, and the one function that lists
+them for reports."""
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Literal, NamedTuple
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_serializer, model_validator
 
 from tasks.llm.records import RoleConfig
 
@@ -106,11 +107,52 @@ ROLES: dict[str, Role] = {
         "silent assumptions: unhedged READY-summary/question statements scored against each unconfirmed slot "
         "(logistic over MiniLM + word overlap); stopping label by the re-audit rules plus over-questioning after N "
         "low-value turns"),
+    "strategy_tagger": Role(
+        "tasks.roles.strategy_tagger:SPEC",
+        "keyword and pattern rules for the four CLARITI answerability strategies (evidence-based, specific, scoped, "
+        "actionable)"),
 }
 """Every model role, in report order: the one place a role is declared (its settings: ``params.yaml: roles.<name>``,
 :class:`RolesParams`, one field per role)."""
 
 ROLE_NAMES = tuple(ROLES)
+
+
+PRESET_GROUPS = {
+    "agent": ("or_generic_agent", "or_choice_agent", "or_ready_gate", "or_orpilot_agent", "or_gap_search",
+              "or_open_gap_search", "or_candidate_agent", "or_open_candidate_agent", "or_question_selector",
+              "or_direct_question", "or_gap_alignment"),
+    "user": ("or_open_user", "or_choice_user"),
+    "judge": ("slot_hit_judge", "or_session_judge", "question_detector"),
+}
+"""The roles of an episode evaluation (evaluate@optimization, evaluate@analytics) that ``roles.preset`` sets: the
+clarifying agents' roles, the simulated user, and the judges (the slot-hit judge, the session judge, and the question
+detector that counts the agent's questions)."""
+
+
+class PresetRole(RoleConfig):
+    """One group's settings in ``roles.preset``: only the fields written here replace each role's own (the rest,
+    e.g. a role's ``max_tokens``, stay as ``roles.<name>`` says); ``backend`` is ``llm`` unless written."""
+
+    backend: Literal["local", "llm"] = "llm"
+
+    @model_serializer(mode="wrap")
+    def _written_only(self, handler):
+        data = handler(self)
+        return {k: v for k, v in data.items() if k in self.model_fields_set}
+
+    def overrides(self) -> dict:
+        return {"backend": self.backend, **{k: getattr(self, k) for k in self.model_fields_set}}
+
+
+class RolePreset(BaseModel):
+    """``roles.preset``: the agent, user and judge roles of an episode evaluation in one place."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    agent: PresetRole | None = None
+    user: PresetRole | None = None
+    judge: PresetRole | None = None
 
 
 class RolesParams(BaseModel):
@@ -141,9 +183,23 @@ class RolesParams(BaseModel):
     or_direct_question: RoleConfig = RoleConfig()
     or_gap_alignment: RoleConfig = RoleConfig()
     or_session_judge: RoleConfig = RoleConfig()
+    strategy_tagger: RoleConfig = RoleConfig()
     max_failure_rate: float = Field(default=0.2, ge=0.0, le=1.0)
     """A stage fails (nothing published) when any role's share of failed requests is above this
     (``tasks/roles/failures.py``); 1.0 never fails."""
+    preset: RolePreset = RolePreset()
+    """Applied over the roles of each group in :data:`PRESET_GROUPS` (its written fields win)."""
+
+    @model_validator(mode="after")
+    def _apply_preset(self) -> RolesParams:
+        for group, names in PRESET_GROUPS.items():
+            entry: PresetRole | None = getattr(self.preset, group)
+            if entry is None:
+                continue
+            overrides = entry.overrides()
+            for name in names:
+                setattr(self, name, getattr(self, name).model_copy(update=overrides))
+        return self
 
     def get(self, name: str) -> RoleConfig:
         if name not in ROLE_NAMES:
@@ -152,7 +208,8 @@ class RolesParams(BaseModel):
 
 
 def describe_roles(roles: RolesParams) -> dict[str, dict]:
-    """What produced each role's outputs, for reports: the backend, and for LLM roles the model and sampling."""
+    """What produced each role's outputs, for reports: the backend, and for LLM roles the model, sampling and
+    endpoint."""
     out: dict[str, dict] = {}
     for name in ROLE_NAMES:
         cfg = roles.get(name)
@@ -165,8 +222,11 @@ def describe_roles(roles: RolesParams) -> dict[str, dict]:
                 "temperature": cfg.temperature,
                 "max_tokens": cfg.max_tokens,
                 "max_regenerations": cfg.max_regenerations,
+                # the endpoint and the name of the key's variable, when set (never the key)
+                **{k: v for k, v in (("api_base", cfg.api_base), ("api_key_env", cfg.api_key_env)) if v},
             }
     return out
 
 
 assert set(RolesParams.model_fields) - {"max_failure_rate"} == set(ROLE_NAMES)  # one setting per declared role
+assert {name for names in PRESET_GROUPS.values() for name in names} <= set(ROLE_NAMES)

@@ -10,7 +10,6 @@ interval of (last − first) for the total and for each stage.
 from __future__ import annotations
 
 import random
-import sys
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -20,6 +19,14 @@ from pydantic import BaseModel, ConfigDict, Field
 CURVE_FILE = "heldout_curve.json"
 CURVE_PNG = "heldout.png"
 TOTAL = "total"
+UNGATED = "ungated"
+PAPER = "paper"
+MEASURES = (UNGATED, PAPER)
+"""Two readings of a case's stage values beside the gated ``total`` that GRPO is trained on: ``ungated`` = Σ w·v over
+every stage, no gate; ``paper`` = the ``paper`` partial-credit rule (credit up to and including the failed stage).
+Under ``partial_credit: public`` a case that fails the first gate scores 0, so on a few dozen held-out cases the
+gated total moves with the handful of cases that cross one threshold; these two (and the gate pass rates) show
+whether the stage values themselves moved."""
 
 
 class HeldoutPrompt(BaseModel):
@@ -46,6 +53,17 @@ class HeldoutPoint(BaseModel):
     """Mean number of parsed questions per answer."""
     asking_rate: float = Field(ge=0.0, le=1.0)
     """Share of answers with at least one question."""
+    measures: dict[str, float] = {}
+    """``MEASURES`` -> held-out mean (empty in curves written before they existed)."""
+    per_case_measures: dict[str, dict[str, float]] = {}
+    """measure -> case id -> value."""
+    per_case_passed: dict[str, dict[str, bool]] = {}
+    """gating stage (threshold > 0) -> case id -> passed its gate (False for a case without questions)."""
+
+    @property
+    def pass_rate(self) -> dict[str, float]:
+        """Gating stage -> share of the held-out cases that pass its gate."""
+        return {s: sum(v.values()) / max(len(v), 1) for s, v in self.per_case_passed.items()}
 
 
 class HeldoutCurve(BaseModel):
@@ -77,21 +95,35 @@ def paired_interval(after: Sequence[float], before: Sequence[float], *, n: int =
     return Interval(mean=sum(diffs) / k, low=means[int(0.025 * n)], high=means[int(0.975 * n) - 1])
 
 
+def case_measures(cfg: Any, values: Mapping[str, float | None], passed: Mapping[str, bool | None]) -> dict[str, float]:
+    """``MEASURES`` of one case from its stage values and gates (``cfg``: the reward's ``RewardConfig``)."""
+    from tasks.rewards.staged import gated_total
+
+    order = list(cfg.order)
+    return {UNGATED: float(sum(cfg.weights.get(s) * (values.get(s) or 0.0) for s in order)),
+            PAPER: gated_total(order, values, passed, cfg.weights, "paper")}
+
+
 def score_answers(reward: Any, prompts: Sequence[HeldoutPrompt], answers: Sequence[str], step: int) -> HeldoutPoint:
     """One point of the curve: ``reward`` is a :class:`tasks.rewards.staged.StagedReward` (cache_size 0)."""
     samples = [{"completion": a, "incomplete_issue": p.incomplete_issue, "full_issue": p.full_issue,
                 "hints": p.hints} for p, a in zip(prompts, answers, strict=True)]
     found = reward.score(samples)
-    stages = list(reward.stage_names)
-    per_case = {p.case_id: float(b.total) for p, b in zip(prompts, found, strict=True)}
-    per_stage = {s: {p.case_id: float(b.values.get(s) or 0.0) for p, b in zip(prompts, found, strict=True)}
-                 for s in stages}
+    stages, cfg = list(reward.stage_names), reward.cfg
+    cases = list(zip(prompts, found, strict=True))
+    per_case = {p.case_id: float(b.total) for p, b in cases}
+    per_stage = {s: {p.case_id: float(b.values.get(s) or 0.0) for p, b in cases} for s in stages}
+    measures = {p.case_id: case_measures(cfg, b.values, b.passed) for p, b in cases}
+    per_measure = {m: {case: v[m] for case, v in measures.items()} for m in MEASURES}
+    gates = [s for s in stages if cfg.thresholds.get(s) > 0]
     n = max(len(found), 1)
     return HeldoutPoint(
         step=step, total=sum(per_case.values()) / n,
         stages={s: sum(v.values()) / n for s, v in per_stage.items()},
         per_case=per_case, per_case_stages=per_stage,
         questions=sum(b.n_questions for b in found) / n, asking_rate=sum(b.n_questions > 0 for b in found) / n,
+        measures={m: sum(v.values()) / n for m, v in per_measure.items()}, per_case_measures=per_measure,
+        per_case_passed={s: {p.case_id: bool(b.passed.get(s)) for p, b in cases} for s in gates},
     )
 
 
@@ -105,21 +137,41 @@ def comparison(curve: HeldoutCurve, *, n: int = 2000, seed: int = 0) -> dict[str
     def pair(a: Mapping[str, float], b: Mapping[str, float]) -> dict[str, float]:
         return paired_interval([a[i] for i in ids], [b[i] for i in ids], n=n, seed=seed).model_dump()
 
+    def passes(point: HeldoutPoint, stage: str) -> dict[str, float]:
+        return {case: float(ok) for case, ok in point.per_case_passed[stage].items()}
+
+    measures = [m for m in MEASURES if m in first.per_case_measures and m in last.per_case_measures]
+    gates = [s for s in first.per_case_passed if s in last.per_case_passed]
+
+    def row(point: HeldoutPoint) -> dict[str, float]:
+        return {TOTAL: point.total, **point.stages, **{m: point.measures[m] for m in measures},
+                **{gate_key(s): point.pass_rate[s] for s in gates}, "questions": point.questions}
+
     return {
         "cases": curve.cases, "issues": curve.issues, "steps": [first.step, last.step],
-        "sft": {TOTAL: first.total, **first.stages, "questions": first.questions},
-        "grpo": {TOTAL: last.total, **last.stages, "questions": last.questions},
+        "sft": row(first), "grpo": row(last),
         "gain": {TOTAL: pair(last.per_case, first.per_case),
-                 **{s: pair(last.per_case_stages[s], first.per_case_stages[s]) for s in first.stages}},
+                 **{s: pair(last.per_case_stages[s], first.per_case_stages[s]) for s in first.stages},
+                 **{m: pair(last.per_case_measures[m], first.per_case_measures[m]) for m in measures},
+                 **{gate_key(s): pair(passes(last, s), passes(first, s)) for s in gates}},
     }
 
 
+def gate_key(stage: str) -> str:
+    """The comparison's key for the share of cases passing ``stage``'s gate."""
+    return f"{stage}_gate_passed"
+
+
 def curve_lines(curve: HeldoutCurve) -> dict[str, list[float]]:
-    """The total, then each stage -> its held-out mean at each point (``{}`` without points)."""
+    """The total, each stage, then ``MEASURES`` (where every point has them) -> the held-out mean at each point
+    (``{}`` without points)."""
     if not curve.points:
         return {}
-    return {name: [p.total if name == TOTAL else p.stages[name] for p in curve.points]
-            for name in [TOTAL, *curve.points[0].stages]}
+    lines = {TOTAL: [p.total for p in curve.points]}
+    lines |= {name: [p.stages[name] for p in curve.points] for name in curve.points[0].stages}
+    lines |= {name: [p.measures[name] for p in curve.points] for name in MEASURES
+              if all(name in p.measures for p in curve.points)}
+    return lines
 
 
 def curve_rows(curve: HeldoutCurve) -> list[dict[str, Any]]:
@@ -189,6 +241,8 @@ def heldout_callback(prompts: Sequence[HeldoutPrompt], reward: Any, *, every: in
     steps and at the last step."""
     from transformers import TrainerCallback
 
+    from .progress import say
+
     prompts = list(prompts)
     run = generate or policy_generate(max_new_tokens)
 
@@ -204,8 +258,8 @@ def heldout_callback(prompts: Sequence[HeldoutPrompt], reward: Any, *, every: in
             answers = run(model, tokenizer, [p.incomplete_issue for p in prompts])
             point = score_answers(reward, prompts, answers, step)
             self.curve.points.append(point)
-            print(f"held-out reward at step {step}: {point.total:.4f} "
-                  + " ".join(f"{k}={v:.3f}" for k, v in point.stages.items()), file=sys.stderr, flush=True)
+            say(f"held-out reward at step {step}: {point.total:.4f} "
+                + " ".join(f"{k}={v:.3f}" for k, v in {**point.stages, **point.measures}.items()))
 
         def on_train_begin(self, args, state, control, **kwargs):
             self._point(0, kwargs)

@@ -1,6 +1,7 @@
 """One line per logged training step on stderr (the trainers run with ``disable_tqdm``): step, loss, reward, the
-seconds per step and the time left, so a long CPU run shows where it is. Stderr, because the flows run with
-``log_prints`` and ``PREFECT_LOGGING_LEVEL=WARNING``: a plain ``print`` would become an INFO log and be dropped."""
+seconds per step and the time left, so a long CPU run shows where it is. Written with ``sys.stderr.write``, not
+``print``: the flows run with ``log_prints`` and ``PREFECT_LOGGING_LEVEL=WARNING``, and Prefect's patched ``print``
+turns a print to stdout *or stderr* into an INFO log, which that level drops."""
 
 from __future__ import annotations
 
@@ -8,6 +9,12 @@ import sys
 import time
 from collections.abc import Mapping
 from typing import Any
+
+
+def say(line: str) -> None:
+    """``line`` on stderr, past Prefect's ``log_prints`` (see the module docstring)."""
+    sys.stderr.write(line + "\n")
+    sys.stderr.flush()
 
 
 def progress_line(kind: str, step: int, max_steps: int, logs: Mapping[str, Any], seconds_per_step: float) -> str:
@@ -33,6 +40,6 @@ def progress_callback(kind: str):
             if not logs or "loss" not in logs or not state.global_step or self.started is None:
                 return
             per_step = (time.perf_counter() - self.started) / state.global_step
-            print(progress_line(kind, state.global_step, state.max_steps, logs, per_step), file=sys.stderr, flush=True)
+            say(progress_line(kind, state.global_step, state.max_steps, logs, per_step))
 
     return ProgressCallback()

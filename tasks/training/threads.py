@@ -131,6 +131,6 @@ def configure_torch_threads(setting: str | int | None = "auto", *, force: bool =
         why = f"auto: {cores} usable cores, load of other processes {others:.2f}"
     torch.set_num_threads(threads)
     _chosen = threads
-    print(f"torch threads: {threads} ({why})", file=sys.stderr)  # once per process
+    sys.stderr.write(f"torch threads: {threads} ({why})\n")  # once per process; not print: see training.progress
     return threads
 

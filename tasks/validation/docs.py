@@ -1,11 +1,12 @@
 """Render GX Data Docs for the published artifacts: re-validate each one and build the static HTML site (offline).
 
 GX's page templates (great_expectations 1.24) inline GX's stylesheet but take Bootstrap, bootstrap-table, the
-datepicker, Font Awesome, jQuery, Popper and Vega from CDNs; neither GX nor any installed package ships those files,
-so those links stay and the pages are styled only where the CDNs are reachable (so does the dark logo GX's inlined
-stylesheet takes from GX's S3 bucket, which the package does not ship either). The image GX does ship but links
+datepicker, Font Awesome, jQuery, Popper and Vega from CDNs; ``make setup`` vendors those files from npm
+(:mod:`tasks.validation.docs_assets`) and the site gets a copy of them with every page pointing at it, so the
+pages render styled offline (without the vendored files the CDN links stay). The image GX ships but links
 remotely, the navbar logo (an S3 URL tagged with the data context id and a timestamp), is pointed at the site's own
-copy (:func:`localise_images`).
+copy (:func:`localise_images`); the dark logo GX's inlined stylesheet takes from GX's S3 bucket stays remote (the
+package does not ship it).
 """
 
 from __future__ import annotations
@@ -159,6 +160,7 @@ def localise_images(site: Path) -> int:
 def main(argv: list[str] | None = None) -> int:
     parse_args(argv)
     from tasks.store import repo_root
+    from tasks.validation.docs_assets import VENDOR, localise_assets
 
     root = repo_root()
     artifacts = published_artifacts(root)
@@ -167,7 +169,11 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     outcomes = validate_with_docs(file_context(root), artifacts)
     localise_images(root / INDEX.parent)
+    changed, left = localise_assets(root / INDEX.parent, root / VENDOR)
     print(f"data docs: {INDEX.as_posix()}")
+    if left:
+        print(f"  {left} stylesheet/script links stay on CDNs ({changed} served from the site): "
+              "`python -m tasks.validation.docs_assets` vendors them")
     for outcome in outcomes:
         print(outcome.line())
     failed = [o.artifact for o in outcomes if not o.success]

@@ -72,6 +72,14 @@ class EvaluateMetrics(_Metrics):
     reference_rows: dict[str, dict[str, Any]] = Field(default_factory=dict)
 
 
+class QuestionAnalysisMetrics(_Metrics):
+    questions: int = Field(ge=1)
+    judged: int = Field(ge=0)
+    answerable_rate: float = Probability
+    sets: dict[str, dict[str, Any]] = Field(min_length=1)
+    model: dict[str, dict[str, Any]]
+
+
 SCHEMAS: dict[str, type[_Metrics]] = {
     "construct": ConstructMetrics,
     "shap": ShapMetrics,
@@ -79,6 +87,7 @@ SCHEMAS: dict[str, type[_Metrics]] = {
     "sft": TrainMetrics,
     "grpo": TrainMetrics,
     "evaluate": EvaluateMetrics,
+    "question_analysis": QuestionAnalysisMetrics,
 }
 
 

@@ -126,13 +126,14 @@ def _or_episodes(E: Any, options: dict[str, Any]) -> list:
 
 def _or_summary(E: Any, options: dict[str, Any]) -> list:
     """OR-Clarify summary rows (tasks.evaluation.metrics.summary_frame)."""
-    from tasks.evaluation.metrics import CI_METRICS, RATE_METRICS
+    from tasks.evaluation.metrics import CI_METRICS, COST_METRICS, RATE_METRICS
 
     return [
         E.ExpectTableRowCountToBeBetween(min_value=1),
         E.ExpectColumnValuesToBeUnique(column="key"),
         E.ExpectColumnValuesToBeBetween(column="RunCount", min_value=1),
         *_rates(E, RATE_METRICS),
+        *[E.ExpectColumnValuesToBeBetween(column=name, min_value=0) for name in COST_METRICS],
         *_inside_ci(E, CI_METRICS),
     ]
 
@@ -217,6 +218,34 @@ def _bridge_rows(E: Any, options: dict[str, Any]) -> list:
     ]
 
 
+def _question_rows(E: Any, options: dict[str, Any]) -> list:
+    """question_analysis's question table (tasks.analysis.questions.rows_frame)."""
+    return [
+        E.ExpectTableRowCountToBeBetween(min_value=1),
+        E.ExpectColumnValuesToBeUnique(column="key"),
+        E.ExpectColumnValuesToBeInSet(column="source", value_set=["evaluate@swe", "clariti_workbook"]),
+        E.ExpectColumnValuesToBeBetween(column="position", min_value=1),
+        E.ExpectColumnPairValuesAToBeGreaterThanB(column_A="list_length", column_B="position", or_equal=True),
+        E.ExpectColumnValuesToBeBetween(column="n_chars", min_value=1),
+        *[E.ExpectColumnValuesToBeInSet(column=c, value_set=[True, False])
+          for c in ("evidence_based", "specific", "scoped", "actionable", "answerable")],
+    ]
+
+
+def _question_rates(E: Any, options: dict[str, Any]) -> list:
+    """question_analysis's rate tables (by property, position, set): rates and Wilson bounds in [0, 1], ordered."""
+    return [
+        E.ExpectTableRowCountToBeBetween(min_value=1),
+        E.ExpectColumnValuesToBeBetween(column="n", min_value=0),
+        E.ExpectColumnPairValuesAToBeGreaterThanB(column_A="n", column_B="answerable", or_equal=True),
+        *_rates(E, ("rate", "ci_low", "ci_high")),
+        E.ExpectColumnPairValuesAToBeGreaterThanB(column_A="rate", column_B="ci_low", or_equal=True,
+                                                  ignore_row_if="either_value_is_missing"),
+        E.ExpectColumnPairValuesAToBeGreaterThanB(column_A="ci_high", column_B="rate", or_equal=True,
+                                                  ignore_row_if="either_value_is_missing"),
+    ]
+
+
 def _rates(E: Any, names: Sequence[str]) -> list:
     return [E.ExpectColumnValuesToBeBetween(column=name, min_value=0.0, max_value=1.0) for name in names]
 
@@ -252,4 +281,6 @@ SUITES: dict[str, Callable[[Any, dict[str, Any]], list]] = {
     "shap_values": _shap_values,
     "recovery_curves": _recovery_curves,
     "bridge_rows": _bridge_rows,
+    "question_rows": _question_rows,
+    "question_rates": _question_rates,
 }
