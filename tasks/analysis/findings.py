@@ -9,9 +9,9 @@ tag (a failed tagger call) are left out of the tables that need them, and counte
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
+from tasks import intervals
 from tasks.analysis.features import FEATURES
 from tasks.roles.strategy_tagger import STRATEGIES
 
@@ -22,12 +22,7 @@ PROPERTIES = (*STRATEGIES, *FEATURES)
 
 def wilson(k: int, n: int, z: float = Z95) -> tuple[float, float]:
     """The Wilson score interval of ``k`` successes in ``n`` trials; (0, 1) for n = 0."""
-    if n == 0:
-        return 0.0, 1.0
-    p = k / n
-    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    return max(0.0, centre - half), min(1.0, centre + half)
+    return intervals.wilson(k, n, z, empty=(0.0, 1.0))
 
 
 def rate(values) -> dict[str, Any]:

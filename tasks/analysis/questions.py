@@ -52,10 +52,8 @@ class EvalRow(BaseModel):
     questions: list[EvalQuestion] = []
 
 
-class ListedQuestion(BaseModel):
-    """One question before tagging: where it comes from, its position and its judged labels."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
+class _Placed(BaseModel):
+    """Where a question comes from and its position: the fields ``ListedQuestion`` and ``QuestionRow`` share."""
 
     source: Source
     question_set: str
@@ -63,6 +61,13 @@ class ListedQuestion(BaseModel):
     source_id: str
     position: int = Field(ge=1)
     list_length: int = Field(ge=1)
+
+
+class ListedQuestion(_Placed):
+    """One question before tagging: where it comes from, its position and its judged labels."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
     question: str = Field(min_length=1)
     answerable: bool | None
     category: str | None
@@ -70,18 +75,13 @@ class ListedQuestion(BaseModel):
     """The (incomplete) issue the question was asked about: the strategy tagger's context; not written out."""
 
 
-class QuestionRow(BaseModel):
-    """One row of ``questions.csv``."""
-
-    model_config = ConfigDict(extra="forbid")
-
+class _Keyed(BaseModel):
     key: str
-    source: Source
-    question_set: str
-    case_id: str
-    source_id: str
-    position: int = Field(ge=1)
-    list_length: int = Field(ge=1)
+
+
+class _Judged(BaseModel):
+    """The judged labels and the strategy tags (``tasks.roles.strategy_tagger.STRATEGIES``) of one row."""
+
     question: str
     answerable: bool | None
     category: str | None
@@ -89,14 +89,13 @@ class QuestionRow(BaseModel):
     specific: bool | None
     scoped: bool | None
     actionable: bool | None
-    interrogative: bool
-    imperative: bool
-    code_identifier: bool
-    file_name: bool
-    version_pattern: bool
-    hedge: bool
-    n_chars: int
-    n_words: int
+
+
+class QuestionRow(QuestionFeatures, _Judged, _Placed, _Keyed):
+    """One row of ``questions.csv``: its columns in this order: ``key``, the place (``_Placed``), the labels and tags
+    (``_Judged``), then the syntactic features (``QuestionFeatures``); pydantic orders fields base-last-first."""
+
+    model_config = ConfigDict(extra="forbid", frozen=False)
 
 
 def eval_questions(path: Path) -> list[ListedQuestion]:

@@ -1,5 +1,12 @@
-"""Clarification methods: each is a small module over the same episode loop (tasks/episodes/loop.py)."""
+"""Clarification methods: each is a small module over the same episode loop (tasks/episodes/loop.py).
 
+The method interface and the gap inventory's records load their module on first use (PEP 562)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from tasks.lazy_exports import lazy_exports
 from tasks.records import MethodReference
 
 BUILTIN: dict[str, str] = {
@@ -26,3 +33,31 @@ REFERENCE: dict[str, MethodReference] = {
     "ready_now": MethodReference(kind="bound", reads="nothing: declares READY at turn 1 with the brief as its "
                                  "summary (the floor)"),
 }
+
+_HOME = {
+    "Method": "base", "MethodContext": "base", "get_method": "base", "method_names": "base", "reference_of": "base",
+    "register": "base",
+    "GAP_CATEGORIES": "gaps", "BriefFacts": "gaps", "GapCandidate": "gaps", "GapInventory": "gaps",
+}
+
+__all__ = [
+    "BUILTIN",
+    "GAP_CATEGORIES",
+    "REFERENCE",
+    "BriefFacts",
+    "GapCandidate",
+    "GapInventory",
+    "Method",
+    "MethodContext",
+    "get_method",
+    "method_names",
+    "reference_of",
+    "register",
+]
+
+if TYPE_CHECKING:
+    from tasks.clarifiers.base import Method, MethodContext, get_method, method_names, reference_of, register
+    from tasks.clarifiers.gaps import GAP_CATEGORIES, BriefFacts, GapCandidate, GapInventory
+
+
+__getattr__, __dir__ = lazy_exports(__name__, _HOME)

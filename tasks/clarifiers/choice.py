@@ -32,14 +32,14 @@ from tasks.clarifiers.freeqa import (
     next_gap,
     parse_options,
     ready_summary,
-    role_failure_action,
+    run_agent_role,
     stalled,
+    view_fields,
 )
 from tasks.clarifiers.gaps import GapCandidate, GapInventory, all_gaps, open_gaps
 from tasks.clarifiers.interopt_roles import narrow_question, parse_agent_turn
 from tasks.domains.api import DomainContext
 from tasks.episodes.records import AgentAction, AgentView, Protocol, TranscriptRow
-from tasks.llm.records import RoleFailure
 from tasks.roles.base import RoleSpec
 
 OPTION_KEYS = ("A", "B", "C")
@@ -124,13 +124,9 @@ class ChoiceAgent(BaseAgent):
         self.ctx = ctx
 
     def act(self, view: AgentView) -> AgentAction:
-        inp = ChoiceAgentInput(brief=view.brief, transcript=list(view.transcript), turn=view.turn,
-                               max_turns=view.max_turns, private_feedback=list(view.private_feedback),
-                               protocol=view.protocol)
-        out = self.ctx.run_one(SPEC, inp)
-        if isinstance(out, RoleFailure):
-            self.bump("agent_role_failures")
-            return role_failure_action(SPEC, out)
+        out = run_agent_role(self, self.ctx, SPEC, ChoiceAgentInput(**view_fields(view), protocol=view.protocol))
+        if isinstance(out, AgentAction):
+            return out
         raw = out.model_dump_json()
         if out.action == "ready_to_model":
             return AgentAction(kind="ready", summary=out.summary.strip(), raw=raw,

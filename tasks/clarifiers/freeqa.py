@@ -178,6 +178,21 @@ def role_failure_action(spec: RoleSpec, failure: RoleFailure) -> AgentAction:
                        events=[{"event": "role_failure", "role": spec.name, "kind": failure.kind}])
 
 
+def view_fields(view: AgentView) -> dict[str, Any]:
+    """The fields every agent role's input takes from the episode view."""
+    return {"brief": view.brief, "transcript": list(view.transcript), "turn": view.turn, "max_turns": view.max_turns,
+            "private_feedback": list(view.private_feedback)}
+
+
+def run_agent_role(agent: BaseAgent, ctx: MethodContext, spec: RoleSpec, inp: BaseModel) -> Any:
+    """The agent role's output, or (a failed call, counted in ``agent_role_failures``) the invalid action to play."""
+    out = ctx.run_one(spec, inp)
+    if isinstance(out, RoleFailure):
+        agent.bump("agent_role_failures")
+        return role_failure_action(spec, out)
+    return out
+
+
 def parse_options(name: str, options: dict[str, Any], model: type[BaseModel]) -> BaseModel:
     """A method's options from params, or an InputError naming the offending option."""
     try:
@@ -245,12 +260,9 @@ class FreeQAAgent(BaseAgent):
         self.ctx = ctx
 
     def act(self, view: AgentView) -> AgentAction:
-        inp = AgentInput(brief=view.brief, transcript=list(view.transcript), turn=view.turn,
-                         max_turns=view.max_turns, private_feedback=list(view.private_feedback))
-        out = self.ctx.run_one(SPEC, inp)
-        if isinstance(out, RoleFailure):
-            self.bump("agent_role_failures")
-            return role_failure_action(SPEC, out)
+        out = run_agent_role(self, self.ctx, SPEC, AgentInput(**view_fields(view)))
+        if isinstance(out, AgentAction):
+            return out
         if out.action == "ready_to_model":
             return AgentAction(kind="ready", summary=out.summary.strip(), raw=out.model_dump_json(),
                                events=[{"event": "ready", "open_gaps": len(open_gaps(self.ctx.domain.gaps, view.brief,

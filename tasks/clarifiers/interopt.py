@@ -116,6 +116,14 @@ def _failure_text(out: RoleFailure) -> str:
     return f"{out.kind}: {out.message}"
 
 
+def _failed_attempt(agent: BaseAgent, counter: str, out: RoleFailure, attempts: list[dict]) -> str:
+    """Counts a candidate call whose output failed its schema, records the attempt, and returns the feedback for the
+    next attempt."""
+    agent.bump(counter)
+    attempts.append({"valid": False, "error": _failure_text(out)})
+    return f"Your previous output was not valid JSON for the schema ({out.message})."
+
+
 class _Agent(BaseAgent):
     COUNTERS: tuple[str, ...] = ()
 
@@ -285,9 +293,7 @@ class ChoiceInterOptAgent(_Agent):
                 attempt=len(attempts) + 1, feedback=feedback))
             if isinstance(out, RoleFailure):
                 invalid += 1
-                self.bump("deep_search_format_errors")
-                feedback = f"Your previous output was not valid JSON for the schema ({out.message})."
-                attempts.append({"valid": False, "error": _failure_text(out)})
+                feedback = _failed_attempt(self, "deep_search_format_errors", out, attempts)
                 continue
             attempts.append({"valid": True, "output": out.model_dump()})
             if out.decision == "READY":
@@ -571,9 +577,7 @@ class OpenInterOptAgent(_Agent):
                 attempt=len(attempts) + 1, feedback=feedback))
             if isinstance(out, RoleFailure):
                 invalid += 1
-                self.bump("candidate_format_errors")
-                feedback = f"Your previous output was not valid JSON for the schema ({out.message})."
-                attempts.append({"valid": False, "error": _failure_text(out)})
+                feedback = _failed_attempt(self, "candidate_format_errors", out, attempts)
                 continue
             attempts.append({"valid": True, "output": out.model_dump()})
             if out.decision == "READY":

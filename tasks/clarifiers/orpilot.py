@@ -26,13 +26,13 @@ from tasks.clarifiers.freeqa import (
     exchanges,
     parse_options,
     request_statement,
-    role_failure_action,
+    run_agent_role,
+    view_fields,
 )
 from tasks.clarifiers.gaps import GapInventory
 from tasks.domains.api import DomainContext
 from tasks.domains.optimization.gaps import OBJECTIVE_CUE
 from tasks.episodes.records import READY_MARKER, AgentAction, AgentView, Protocol
-from tasks.llm.records import RoleFailure
 from tasks.roles.base import RoleSpec
 
 COMPLETE_MARKER = "[INTERVIEW_COMPLETE]"
@@ -170,12 +170,9 @@ class OrpilotAgent(BaseAgent):
         self.last_question = ""
 
     def act(self, view: AgentView) -> AgentAction:
-        inp = AgentInput(brief=view.brief, transcript=list(view.transcript), turn=view.turn,
-                         max_turns=view.max_turns, private_feedback=list(view.private_feedback))
-        out = self.ctx.run_one(SPEC, inp)
-        if isinstance(out, RoleFailure):
-            self.bump("agent_role_failures")
-            return role_failure_action(SPEC, out)
+        out = run_agent_role(self, self.ctx, SPEC, AgentInput(**view_fields(view)))
+        if isinstance(out, AgentAction):
+            return out
         action = normalise(out.message)
         event: dict[str, Any] = {"event": action.kind}
         if action.kind == "ready":

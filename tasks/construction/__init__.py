@@ -5,6 +5,8 @@ reuses its segmentation, annotation and brief rendering. The published format's 
 one place that names them.
 """
 
+__all__ = ["HIDEABLE_KINDS", "SEVERITIES", "UNIT_KINDS"]
+
 UNIT_KINDS = ("context", "data", "constraint", "objective", "assumption")
 """Problem-unit kinds observed in OR-Clarify schema 0.3."""
 

@@ -13,15 +13,15 @@ import importlib
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from tasks.caching import RunStats
-from tasks.domains.api import DomainContext
+from tasks.domains.api import Domain, DomainContext, Eligibility
 from tasks.errors import DomainError
 from tasks.records import Case
 
-if TYPE_CHECKING:
-    from tasks.domains.api import Domain
+__all__ = ["HELPERS", "KNOWN", "NAME", "ConstructResult", "Domain", "DomainContext", "Eligibility", "domain_context",
+           "domain_names", "get_domain", "module_name"]
 
 KNOWN = {"swe": "tasks.domains.swe", "optimization": "tasks.domains.optimization",
          "analytics": "tasks.domains.analytics"}

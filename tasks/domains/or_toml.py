@@ -101,19 +101,31 @@ def _unknown(table: dict, known: tuple[str, ...]) -> dict[str, Any]:
     return {key: value for key, value in table.items() if key not in known}
 
 
+def _new_id(row: dict, key: str, path: Path, where: str, seen: set[str], what: str) -> str:
+    """``row[key]``, a text not in ``seen`` (added to it); an InputError naming the field otherwise."""
+    value = _text(row, key, path, f"{where}.{key}")
+    if value in seen:
+        raise InputError(path, f"duplicate {what} {value!r}", field=f"{where}.{key}")
+    seen.add(value)
+    return value
+
+
+def _one_of(row: dict, key: str, path: Path, where: str, allowed: tuple[str, ...], what: str) -> str:
+    """``row[key]``, one of ``allowed``; an InputError naming the field otherwise."""
+    value = _text(row, key, path, f"{where}.{key}")
+    if value not in allowed:
+        raise InputError(path, f"unknown {what} {value!r} (expected one of: {', '.join(allowed)})",
+                         field=f"{where}.{key}")
+    return value
+
+
 def _units(data: dict, path: Path, extras: dict) -> list[Unit]:
     units: list[Unit] = []
     seen: set[str] = set()
     for i, row in enumerate(_tables(data, "problem_units", path)):
         where = f"problem_units.{i}"
-        unit_id = _text(row, "id", path, f"{where}.id")
-        if unit_id in seen:
-            raise InputError(path, f"duplicate unit id {unit_id!r}", field=f"{where}.id")
-        seen.add(unit_id)
-        kind = _text(row, "kind", path, f"{where}.kind")
-        if kind not in UNIT_KINDS:
-            raise InputError(path, f"unknown unit kind {kind!r} (expected one of: {', '.join(UNIT_KINDS)})",
-                             field=f"{where}.kind")
+        unit_id = _new_id(row, "id", path, where, seen, "unit id")
+        kind = _one_of(row, "kind", path, where, UNIT_KINDS, "unit kind")
         units.append(Unit(id=unit_id, kind=kind, content=_text(row, "content", path, f"{where}.content")))
         if unknown := _unknown(row, UNIT_KEYS):
             extras.setdefault("problem_units", {})[unit_id] = unknown
@@ -125,14 +137,8 @@ def _slots(data: dict, path: Path, unit_ids: set[str], extras: dict) -> list[Hid
     seen: set[str] = set()
     for i, row in enumerate(_tables(data, "hidden_slots", path)):
         where = f"hidden_slots.{i}"
-        slot_id = _text(row, "slot_id", path, f"{where}.slot_id")
-        if slot_id in seen:
-            raise InputError(path, f"duplicate slot id {slot_id!r}", field=f"{where}.slot_id")
-        seen.add(slot_id)
-        severity = _text(row, "severity", path, f"{where}.severity")
-        if severity not in SEVERITIES:
-            raise InputError(path, f"unknown severity {severity!r} (expected one of: {', '.join(SEVERITIES)})",
-                             field=f"{where}.severity")
+        slot_id = _new_id(row, "slot_id", path, where, seen, "slot id")
+        severity = _one_of(row, "severity", path, where, SEVERITIES, "severity")
         unit_id = _text(row, "problem_unit_id", path, f"{where}.problem_unit_id")
         if unit_id not in unit_ids:
             raise InputError(path, f"unit {unit_id!r} is not among problem_units", field=f"{where}.problem_unit_id")

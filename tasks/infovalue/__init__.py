@@ -10,6 +10,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from tasks.categories import ORDER
 
+__all__ = ["COLUMNS", "CONTROLS", "FEATURES", "KEY", "RunRow"]
+
 FEATURES: tuple[str, ...] = tuple(c.key for c in ORDER)
 """The six category presence columns, in the canonical order."""
 

@@ -5,7 +5,6 @@ plain dicts for ``dvc plots``.
 from __future__ import annotations
 
 import io
-import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -13,6 +12,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from tasks import intervals
 from tasks.categories import ORDER
 from tasks.infovalue import FEATURES
 from tasks.store import atomic_write_bytes
@@ -128,12 +128,7 @@ def weights_bar(
 
 
 def _wilson(successes: int, n: int, z: float = 1.96) -> tuple[float, float]:
-    if n == 0:
-        return 0.0, 0.0
-    p = successes / n
-    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    return max(0.0, centre - half), min(1.0, centre + half)
+    return intervals.wilson(successes, n, z, empty=(0.0, 0.0))
 
 
 def success_by_hidden(table: pd.DataFrame, path: Path, *, title_note: str = "") -> list[dict[str, Any]]:

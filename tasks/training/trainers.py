@@ -245,6 +245,14 @@ def _finish(
     return result
 
 
+def _publish(staging: Path, out_dir: Path, check: Callable[[Path], None] | None) -> None:
+    """Rank 0 checks the staged run (``check``) and publishes it to ``out_dir``; other ranks publish nothing."""
+    if is_main_process():
+        if check is not None:
+            check(staging)
+        publish_dir(staging, out_dir)
+
+
 # ---------------------------------------------------------------- trainers
 
 
@@ -290,10 +298,7 @@ def train_sft(
         result = _finish(trainer, tokenizer, staging, out_dir, kind="sft", model=model_path_or_model, label=label,
                          profile=profile, n_rows=len(rows), seconds=seconds, reward_names=[], weights=[],
                          records=records)
-        if is_main_process():
-            if check is not None:
-                check(staging)
-            publish_dir(staging, out_dir)
+        _publish(staging, out_dir, check)
     return result
 
 
@@ -359,9 +364,6 @@ def train_grpo(
         result = _finish(trainer, tokenizer, staging, out_dir, kind="grpo", model=model_path_or_model, label=label,
                          profile=profile, n_rows=len(rows), seconds=seconds, reward_names=names, weights=weights,
                          records=records)
-        if is_main_process():
-            if check is not None:
-                check(staging)
-            publish_dir(staging, out_dir)
+        _publish(staging, out_dir, check)
     return result
 

@@ -14,7 +14,11 @@ import the decomposer.
 
 from tasks.lazy_exports import lazy_exports
 
-__getattr__, __dir__ = lazy_exports(__name__, {
+_HOME = {
     "DOMAIN": "domain", "AnalyticsDomain": "domain", "AnalyticsConstructParams": "domain", "BENCHMARK": "domain",
     "SIMULATOR": "domain",
-})
+}
+
+__all__ = sorted(_HOME)
+
+__getattr__, __dir__ = lazy_exports(__name__, _HOME)

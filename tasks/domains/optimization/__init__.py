@@ -11,7 +11,11 @@ import the construction machinery.
 
 from tasks.lazy_exports import lazy_exports
 
-__getattr__, __dir__ = lazy_exports(__name__, {
+_HOME = {
     "DOMAIN": "domain", "OptimizationDomain": "domain", "BENCHMARK": "domain", "SIMULATOR": "domain",
     "build_chunk": "domain", "load_problems": "domain", "source_path": "domain", "OPTIMIZATION": "gaps",
-})
+}
+
+__all__ = sorted(_HOME)
+
+__getattr__, __dir__ = lazy_exports(__name__, _HOME)

@@ -11,8 +11,12 @@ loader does not import the annotator.
 
 from tasks.lazy_exports import lazy_exports
 
-__getattr__, __dir__ = lazy_exports(__name__, {
+_HOME = {
     "DOMAIN": "domain", "SweDomain": "domain", "BENCHMARK": "domain", "annotate_chunk": "domain",
     "case_id_for": "domain", "load_clariti": "domain", "load_issues": "domain", "load_swebench": "domain",
     "mask_issue": "domain", "parse_category_mapping": "domain", "source_path": "domain",
-})
+}
+
+__all__ = sorted(_HOME)
+
+__getattr__, __dir__ = lazy_exports(__name__, _HOME)
