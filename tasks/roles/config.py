@@ -228,5 +228,6 @@ def describe_roles(roles: RolesParams) -> dict[str, dict]:
     return out
 
 
-assert set(RolesParams.model_fields) - {"max_failure_rate", "preset"} == set(ROLE_NAMES)  # one setting per declared role
+# one setting per declared role
+assert set(RolesParams.model_fields) - {"max_failure_rate", "preset"} == set(ROLE_NAMES)
 assert {name for names in PRESET_GROUPS.values() for name in names} <= set(ROLE_NAMES)
