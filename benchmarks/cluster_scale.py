@@ -15,9 +15,10 @@ the replay script and gives the worker's default LLM client a fresh call cache (
 when the worker starts. Every answered provider call appends a line to a call log (counted across processes).
 
 The latency-only ideal is ``calls x latency / (workers x threads)`` (no episode shorter than its own sequential
-calls: the ideal is at least ``max_i calls_i x latency``); the target (issue 25) is wall time <= 1.3x the ideal at
-the largest worker count where CPU is not the bound. Figures go to stdout, ``--out`` (JSON) and a markdown table
-next to it.
+calls: the ideal is at least ``max_i calls_i x latency``); ``--floor`` also runs each count with zero latency, the
+compute floor (the CPU work of the local user, detector, judge, replayed agents and the workers' start); the
+target (issue 25) is wall time <= 1.3x the ideal at the largest worker count where CPU is not the bound. Figures
+go to stdout, ``--out`` (JSON) and a markdown table next to it.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ import argparse
 import json
 import os
 import platform
+import shlex
 import sys
 import tempfile
 import time
@@ -74,6 +76,8 @@ def main() -> int:
     parser.add_argument("--latency", type=float, default=0.2)
     parser.add_argument("--protocol", default="mc_d", choices=["open", "mc_d"])
     parser.add_argument("--out", default=str(DEFAULT_OUT))
+    parser.add_argument("--floor", action="store_true",
+                        help="also run each worker count with zero latency (the compute floor: CPU work alone)")
     parser.add_argument("--note", default="", help="free text about the machine / load, kept in the result")
     args = parser.parse_args()
     counts = [int(w) for w in args.workers.split(",")]
@@ -103,35 +107,42 @@ def main() -> int:
                             task_runner="dask", bootstrap=200)
     domain = domain_context("optimization")
     rows = []
+
+    def measure(workers: int, latency: float, tag: str):
+        name = f"bench-cluster-w{workers}-{tag}"
+        log = tmp / f"{name}.calls.log"
+        log.touch()
+        roles = RolesParams(**{r: RoleConfig(backend="llm", model=f"mock/{name}", max_retries=0)
+                               for r in AGENT_ROLES})
+        with LocalCluster(n_workers=workers, threads_per_worker=args.threads, processes=True,
+                          dashboard_address=None) as local:
+            with Client(local.scheduler_address) as setup:
+                setup.register_plugin(MockWorker(name, latency, str(log), str(tmp / f"{name}.sqlite")))
+            cluster = ClusterParams(address=local.scheduler_address)
+
+            @flow(name=f"cluster-scale-{workers}-{tag}")
+            def bench(roles, store, cluster):
+                started = time.perf_counter()
+                results, stats = play(cases, settings, roles, episode_store(store), domain=domain,
+                                      runner="dask", cluster=cluster)
+                return results, stats, time.perf_counter() - started
+
+            results, stats, elapsed = bench(roles, tmp / f"store-{name}", cluster)
+        return results, stats, elapsed, len(log.read_text().splitlines())
+
     try:
         for workers in counts:
-            name = f"bench-cluster-w{workers}"
-            log = tmp / f"{name}.calls.log"
-            log.touch()
-            roles = RolesParams(**{r: RoleConfig(backend="llm", model=f"mock/{name}", max_retries=0)
-                                   for r in AGENT_ROLES})
-            with LocalCluster(n_workers=workers, threads_per_worker=args.threads, processes=True,
-                              dashboard_address=None) as local:
-                with Client(local.scheduler_address) as setup:
-                    setup.register_plugin(MockWorker(name, args.latency, str(log), str(tmp / f"{name}.sqlite")))
-                cluster = ClusterParams(address=local.scheduler_address)
-
-                @flow(name=f"cluster-scale-{workers}")
-                def bench(roles, store, cluster):
-                    started = time.perf_counter()
-                    results, stats = play(cases, settings, roles, episode_store(store), domain=domain,
-                                          runner="dask", cluster=cluster)
-                    return results, stats, time.perf_counter() - started
-
-                results, stats, elapsed = bench(roles, tmp / f"store-{workers}", cluster)
+            # the compute floor: the same units with no latency on the same worker count (CPU work alone)
+            floor = measure(workers, 0.0, "floor")[2] if args.floor else None
+            results, stats, elapsed, seen = measure(workers, args.latency, "latency")
             calls = [sum(u.calls for role, u in r.episode.usage.items() if role in AGENT_ROLES) for r in results]
-            seen = len(log.read_text().splitlines())
             slots = workers * args.threads
             ideal = max(sum(calls) / slots, max(calls)) * args.latency
             rows.append({"workers": workers, "threads_per_worker": args.threads, "units": len(results),
                          "played": stats.computed, "llm_calls": sum(calls), "calls_seen_by_mock": seen,
                          "max_calls_per_unit": max(calls), "wall_s": round(elapsed, 2),
-                         "latency_ideal_s": round(ideal, 2), "ratio": round(elapsed / ideal, 3) if ideal else None})
+                         "latency_ideal_s": round(ideal, 2), "ratio": round(elapsed / ideal, 3) if ideal else None,
+                         "compute_floor_s": round(floor, 2) if floor is not None else None})
             print(json.dumps(rows[-1]), flush=True)
     finally:
         if server is not None:
@@ -143,7 +154,7 @@ def main() -> int:
         "note": args.note,
         "backend": "InterOPT agent roles: mock provider replaying the local backends (latency per call); "
                    "user, detector, judge: local",
-        "command": "benchmarks/cluster_scale.py " + " ".join(sys.argv[1:]),
+        "command": "benchmarks/cluster_scale.py " + shlex.join(sys.argv[1:]),
     }
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -165,11 +176,12 @@ def markdown(figures: dict) -> str:
              f"{figures['repeats']}, mock latency {figures['latency_s']} s", "",
              f"Machine: {figures['machine']['cpus']} CPUs, {figures['machine']['platform']}. {figures['note']}", "",
              f"Command: `{figures['command']}`", "",
-             "| workers | threads/worker | units | LLM calls | wall s | latency-only ideal s | ratio |",
-             "|---:|---:|---:|---:|---:|---:|---:|"]
+             "| workers | threads/worker | units | LLM calls | wall s | latency-only ideal s | ratio | "
+             "compute floor s (0 latency) |",
+             "|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in figures["rows"]:
         lines.append(f"| {r['workers']} | {r['threads_per_worker']} | {r['units']} | {r['llm_calls']} | "
-                     f"{r['wall_s']} | {r['latency_ideal_s']} | {r['ratio']} |")
+                     f"{r['wall_s']} | {r['latency_ideal_s']} | {r['ratio']} | {r.get('compute_floor_s') or '-'} |")
     return "\n".join(lines) + "\n"
 
 
