@@ -16,7 +16,7 @@ def test_the_default_cluster_is_two_worker_processes_without_a_dashboard():
     assert inproc["processes"] is False and inproc["n_workers"] == 1 and inproc["threads_per_worker"] == 6
 
 
-def test_runners_follow_the_params():
+def test_runners_follow_the_params(prefect_api):  # imports prefect: the server fixture comes first
     from prefect.task_runners import ThreadPoolTaskRunner
     from prefect_dask import DaskTaskRunner
 
