@@ -49,6 +49,10 @@ def call_key(model: str, messages: list[dict], params: dict[str, Any], schema: d
     return hashlib.sha256(canonical_json(material).encode()).hexdigest()
 
 
+BUSY_TIMEOUT_S = 30.0
+"""How long a cache connection waits for another process's lock (SQLite's busy timeout, and the set-up's retries)."""
+
+
 class CallCache:
     """key -> ``CachedCall``. One connection per instance, guarded by a lock; WAL lets processes share the file."""
 
@@ -56,14 +60,36 @@ class CallCache:
         self.path = path or cache_dir() / "llm_calls.sqlite"
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
-        self._db = sqlite3.connect(self.path, check_same_thread=False, timeout=30)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=NORMAL")
-        self._db.execute(
-            "CREATE TABLE IF NOT EXISTS calls (key TEXT PRIMARY KEY, model TEXT NOT NULL, value TEXT NOT NULL, "
-            "created REAL NOT NULL)"
-        )
-        self._db.commit()
+        self._db = sqlite3.connect(self.path, check_same_thread=False, timeout=BUSY_TIMEOUT_S)
+        self._setup()
+
+    def _setup(self) -> None:
+        """WAL mode and the table, retried while the file is locked.
+
+        Switching a fresh (rollback-journal) file to WAL needs an exclusive lock, and SQLite answers "database is
+        locked" at once, without waiting out the busy timeout, when another connection holds a write lock on it
+        (its deadlock avoidance): several processes opening a new cache at the same moment hit that. So the set-up
+        is retried with a short backoff until :data:`BUSY_TIMEOUT_S`; a file already in WAL is not switched again.
+        """
+        deadline = time.monotonic() + BUSY_TIMEOUT_S
+        delay = 0.005
+        while True:
+            try:
+                if self._db.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
+                    self._db.execute("PRAGMA journal_mode=WAL")
+                self._db.execute("PRAGMA synchronous=NORMAL")
+                self._db.execute(
+                    "CREATE TABLE IF NOT EXISTS calls (key TEXT PRIMARY KEY, model TEXT NOT NULL, "
+                    "value TEXT NOT NULL, created REAL NOT NULL)"
+                )
+                self._db.commit()
+                return
+            except sqlite3.OperationalError as err:
+                if ("locked" not in str(err) and "busy" not in str(err)) or time.monotonic() > deadline:
+                    raise
+                self._db.rollback()
+                time.sleep(delay)
+                delay = min(delay * 2, 0.25)
 
     def get(self, key: str) -> CachedCall | None:
         with self._lock:
