@@ -133,8 +133,9 @@ def write_swe_log(path: Path, rows: Sequence[Mapping[str, Any]], summary: Mappin
         return None
     samples = [swe_sample(r, briefs.get(r["case_id"], "")) for r in rows]
     methods = {**summary.get("methods", {}), **summary.get("reference_methods", {})}
-    scores = [_row_score(name, {k: v for k, v in m.items() if isinstance(v, int | float) and not isinstance(v, bool)},
-                         scorer="swe") for name, m in methods.items()]
+    scores = [_row_score(name, {**{k: v for k, v in m.items() if isinstance(v, int | float)
+                                   and not isinstance(v, bool)}, **(m.get("efficiency") or {})}, scorer="swe")
+              for name, m in methods.items()]
     return _write(path, task=task, samples=samples, scores=scores, epochs=1, dataset=str(summary.get("case_source")),
                   roles=summary.get("roles", {}), metadata={"summary": dict(summary)})
 
