@@ -72,6 +72,11 @@ def test_local_backends_cost_nothing_but_take_time(tmp_path):
     assert eff["ScorePerDollar"] is None and eff["ScorePerQuestion"] is not None
     report = report_markdown(summary)
     assert "Cost and efficiency:" in report and "| ask_everything | 4 | 0 | 0 | 0.0000 |" in report
+    from tasks.evaluation.cost_table import swe_summary_cost_rows
+
+    table = swe_summary_cost_rows(summary)
+    assert [r[0] for r in table] == ["ask_everything", "no_questions (reference)"]
+    assert table[0][9] == "–"  # score / $ at zero cost
     rows = [json.loads(line) for line in (tmp_path / "out" / "rows.jsonl").read_text().splitlines()]
     assert all(r["cost_usd"] == 0 and r["tokens"] == 0 and "usage" in r for r in rows)
 

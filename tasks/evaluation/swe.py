@@ -601,33 +601,17 @@ def _method_cells(name: str, m: dict[str, Any]) -> list[str]:
             res_text]
 
 
-EFFICIENCY_HEADER = ["method", "cases", "tokens", "tokens/case", "est. cost (USD)", "cost/case (USD)", "latency (s)",
-                     "latency/case (s)", "weighted recovery", "score / $", "score / question"]
-EFFICIENCY_FIELDS = (("Cases", 0), ("TotalTokens", 0), ("TokensPerCase", 0), ("EstimatedCostUSD", 4),
-                     ("CostPerCaseUSD", 5), ("LatencySeconds", 2), ("LatencyPerCaseSeconds", 3), ("Score", 3),
-                     ("ScorePerDollar", 1), ("ScorePerQuestion", 3))
-EFFICIENCY_NOTE = ("Tokens, cost and latency of every role call made while computing a method's units (its "
-                   "generation, the simulated user, the judges and the classifier); cost is litellm's price of each "
-                   "provider call, 0 for local backends and unpriced models, and cache hits cost nothing; latency is "
-                   "wall time. Score = weighted recovery; score / $ = score / cost per case (– at zero cost); "
-                   "score / question = score / questions per case.")
-
-
 EFFICIENCY_COLUMNS = ("TotalTokens", "EstimatedCostUSD", "CostPerCaseUSD", "LatencySeconds", "ScorePerDollar",
                       "ScorePerQuestion")
 """The cost and efficiency figures of ``summary_frame`` (checked by the ``swe_eval_summary`` suite)."""
 
 
-def efficiency_rows(every: dict[str, dict[str, Any]]) -> list[list[str]]:
-    """Cells of the cost and efficiency table, one row per method with figures (``efficiency``)."""
-    from tasks.evaluation.cost_table import _cell
-
-    return [[name, *[_cell(m["efficiency"].get(f), d) for f, d in EFFICIENCY_FIELDS]]
-            for name, m in every.items() if isinstance(m.get("efficiency"), dict)]
-
-
 def efficiency_lines(every: dict[str, dict[str, Any]]) -> list[str]:
-    rows = efficiency_rows(every)
+    from tasks.evaluation.cost_table import SWE_HEADER as EFFICIENCY_HEADER
+    from tasks.evaluation.cost_table import SWE_NOTE as EFFICIENCY_NOTE
+    from tasks.evaluation.cost_table import swe_cost_rows
+
+    rows = swe_cost_rows(every)
     if not rows:
         return []
     return ["", "Cost and efficiency:", "", _line(EFFICIENCY_HEADER), "|---" * len(EFFICIENCY_HEADER) + "|",
