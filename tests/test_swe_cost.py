@@ -77,6 +77,15 @@ def test_local_backends_cost_nothing_but_take_time(tmp_path):
     table = swe_summary_cost_rows(summary)
     assert [r[0] for r in table] == ["ask_everything", "no_questions (reference)"]
     assert table[0][9] == "–"  # score / $ at zero cost
+    from tasks.reporting.inputs import ReportInputs
+    from tasks.reporting.sections import eval_section
+
+    folder = tmp_path / "site" / "data" / "eval" / "swe"
+    folder.mkdir(parents=True)
+    (folder / "summary.json").write_text((tmp_path / "out" / "summary.json").read_text())
+    section = eval_section(ReportInputs(metrics={}, root=tmp_path / "site"), set(), "swe")
+    [block] = [b for b in section.blocks if getattr(b, "caption", "") == "Cost and efficiency"]
+    assert block.header[0] == "method" and block.rows == table
     rows = [json.loads(line) for line in (tmp_path / "out" / "rows.jsonl").read_text().splitlines()]
     assert all(r["cost_usd"] == 0 and r["tokens"] == 0 and "usage" in r for r in rows)
 
