@@ -1,7 +1,8 @@
 """The cost and efficiency table of an episode evaluation: one row per ``protocol::method`` with its tokens, USD,
 latency, score per dollar and per question (the figures ``tasks.evaluation.metrics.efficiency`` adds to each summary
-row). One definition for the evaluation's ``report.md`` and the pipeline report (``tasks/reporting``); plain Python,
-no heavy imports.
+row); and the SWE question evaluation's (``SWE_*``, ``swe_cost_rows``: one row per method from its ``efficiency``
+block, ``tasks.evaluation.swe.efficiency``). One definition for the evaluations' ``report.md`` and the pipeline report
+(``tasks/reporting``); plain Python, no heavy imports.
 """
 
 from __future__ import annotations
@@ -31,7 +32,8 @@ def _cell(value: Any, digits: int) -> str:
 
 def cost_rows(summary: Mapping[str, Any]) -> list[list[str]]:
     """Cells of every row of an episode ``summary.json`` (ranked rows first, reference rows marked), in report
-    order; empty when the summary has no cost figures (a SWE summary, or one written before they existed)."""
+    order; empty when the summary has no episode cost figures (a SWE summary: ``swe_summary_cost_rows``, or one
+    written before they existed)."""
     from tasks.episodes.records import PROTOCOLS
 
     order = {p: i for i, p in enumerate(PROTOCOLS)}

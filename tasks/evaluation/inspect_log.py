@@ -13,10 +13,12 @@ log is built from them with Inspect's own records (``inspect_ai.log``) and write
   Per role token usage and cost go in ``role_usage``.
 - SWE question evaluation: ``questions.eval``, one sample per method x case (``rows.jsonl``): the incomplete issue,
   the method's questions and the simulated user's answers; scores ``recall``, ``weighted_recovery``,
-  ``full_coverage``, ``predicted_resolution`` where set.
+  ``full_coverage``, ``predicted_resolution`` where set; the sample's metadata is the row, with its tokens, USD,
+  latency and per-role ``usage``.
 
 The log's results hold one score group per method row (``protocol::method`` or the SWE method) with its headline
-metrics and cost / efficiency figures (``tasks.evaluation.metrics.efficiency``); ``eval.metadata`` holds the run
+metrics and cost / efficiency figures (``tasks.evaluation.metrics.efficiency``; for a SWE method its ``efficiency``
+block, ``tasks.evaluation.swe.efficiency``); ``eval.metadata`` holds the run
 config and the whole summary. inspect_ai is the optional extra ``inspect`` (``make setup`` installs it); when it is
 not installed the log is skipped with one warning line.
 """
