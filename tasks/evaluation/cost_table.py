@@ -1,7 +1,8 @@
 """The cost and efficiency table of an episode evaluation: one row per ``protocol::method`` with its tokens, USD,
 latency, score per dollar and per question (the figures ``tasks.evaluation.metrics.efficiency`` adds to each summary
-row). One definition for the evaluation's ``report.md`` and the pipeline report (``tasks/reporting``); plain Python,
-no heavy imports.
+row); and the SWE question evaluation's (``SWE_*``, ``swe_cost_rows``: one row per method from its ``efficiency``
+block, ``tasks.evaluation.swe.efficiency``). One definition for the evaluations' ``report.md`` and the pipeline report
+(``tasks/reporting``); plain Python, no heavy imports.
 """
 
 from __future__ import annotations
@@ -31,7 +32,8 @@ def _cell(value: Any, digits: int) -> str:
 
 def cost_rows(summary: Mapping[str, Any]) -> list[list[str]]:
     """Cells of every row of an episode ``summary.json`` (ranked rows first, reference rows marked), in report
-    order; empty when the summary has no cost figures (a SWE summary, or one written before they existed)."""
+    order; empty when the summary has no episode cost figures (a SWE summary: ``swe_summary_cost_rows``, or one
+    written before they existed)."""
     from tasks.episodes.records import PROTOCOLS
 
     order = {p: i for i, p in enumerate(PROTOCOLS)}
@@ -52,3 +54,31 @@ def cost_markdown(summary: Mapping[str, Any]) -> list[str]:
         return []
     lines = [f"## {TITLE}", "", "| " + " | ".join(HEADER) + " |", "|" + "|".join("---" for _ in HEADER) + "|"]
     return lines + ["| " + " | ".join(r) + " |" for r in rows] + ["", NOTE, ""]
+
+
+# ---- the SWE question evaluation (``tasks.evaluation.swe.efficiency``: one ``efficiency`` block per method row) ----
+
+SWE_HEADER = ["method", "cases", "tokens", "tokens/case", "est. cost (USD)", "cost/case (USD)", "latency (s)",
+              "latency/case (s)", "weighted recovery", "score / $", "score / question"]
+SWE_FIELDS = (("Cases", 0), ("TotalTokens", 0), ("TokensPerCase", 0), ("EstimatedCostUSD", 4), ("CostPerCaseUSD", 5),
+              ("LatencySeconds", 2), ("LatencyPerCaseSeconds", 3), ("Score", 3), ("ScorePerDollar", 1),
+              ("ScorePerQuestion", 3))
+SWE_NOTE = ("Tokens, cost and latency of every role call made while computing a method's units (its generation, the "
+            "simulated user, the judges and the classifier); cost is litellm's price of each provider call, 0 for "
+            "local backends and unpriced models, and cache hits cost nothing; latency is wall time. Score = weighted "
+            "recovery; score / $ = score / cost per case (– at zero cost); score / question = score / questions per "
+            "case.")
+
+
+def swe_cost_rows(every: Mapping[str, Any]) -> list[list[str]]:
+    """Cells of the SWE table, one row per method (name -> summary row) that has an ``efficiency`` block."""
+    return [[name, *[_cell(m["efficiency"].get(f), d) for f, d in SWE_FIELDS]]
+            for name, m in every.items() if isinstance(m, dict) and isinstance(m.get("efficiency"), dict)]
+
+
+def swe_summary_cost_rows(summary: Mapping[str, Any]) -> list[list[str]]:
+    """``swe_cost_rows`` of a SWE ``summary.json``: ranked methods, then the reference rows (marked)."""
+    methods, reference = summary.get("methods") or {}, summary.get("reference_methods") or {}
+    every = {**{n: methods[n] for n in summary.get("method_order") or [] if n in methods},
+             **{f"{n} (reference)": reference[n] for n in summary.get("reference_order") or [] if n in reference}}
+    return swe_cost_rows(every)

@@ -13,10 +13,12 @@ log is built from them with Inspect's own records (``inspect_ai.log``) and write
   Per role token usage and cost go in ``role_usage``.
 - SWE question evaluation: ``questions.eval``, one sample per method x case (``rows.jsonl``): the incomplete issue,
   the method's questions and the simulated user's answers; scores ``recall``, ``weighted_recovery``,
-  ``full_coverage``, ``predicted_resolution`` where set.
+  ``full_coverage``, ``predicted_resolution`` where set; the sample's metadata is the row, with its tokens, USD,
+  latency and per-role ``usage``.
 
 The log's results hold one score group per method row (``protocol::method`` or the SWE method) with its headline
-metrics and cost / efficiency figures (``tasks.evaluation.metrics.efficiency``); ``eval.metadata`` holds the run
+metrics and cost / efficiency figures (``tasks.evaluation.metrics.efficiency``; for a SWE method its ``efficiency``
+block, ``tasks.evaluation.swe.efficiency``); ``eval.metadata`` holds the run
 config and the whole summary. inspect_ai is the optional extra ``inspect`` (``make setup`` installs it); when it is
 not installed the log is skipped with one warning line.
 """
@@ -133,8 +135,9 @@ def write_swe_log(path: Path, rows: Sequence[Mapping[str, Any]], summary: Mappin
         return None
     samples = [swe_sample(r, briefs.get(r["case_id"], "")) for r in rows]
     methods = {**summary.get("methods", {}), **summary.get("reference_methods", {})}
-    scores = [_row_score(name, {k: v for k, v in m.items() if isinstance(v, int | float) and not isinstance(v, bool)},
-                         scorer="swe") for name, m in methods.items()]
+    scores = [_row_score(name, {**{k: v for k, v in m.items() if isinstance(v, int | float)
+                                   and not isinstance(v, bool)}, **(m.get("efficiency") or {})}, scorer="swe")
+              for name, m in methods.items()]
     return _write(path, task=task, samples=samples, scores=scores, epochs=1, dataset=str(summary.get("case_source")),
                   roles=summary.get("roles", {}), metadata={"summary": dict(summary)})
 

@@ -288,9 +288,11 @@ def run_units(cases: Sequence[Case], settings: SweEvalSettings, roles: RolesPara
     from tasks.caching import code_version
     from tasks.evaluation.engine import UnitStore
     from tasks.evaluation.swe_methods import QuestionContext, build_method
-    from tasks.evaluation.swe_units import QUESTION_CODE, SweUnit, compute_units, unit_key
+    from tasks.evaluation.swe_units import QUESTION_CODE, SweUnit, compute_units, share_usage, unit_key, usage_delta
+    from tasks.llm.client import default_client
 
     store = UnitStore(Path(root) / UNIT_STORE, SweUnit)
+    accounting = (client or default_client()).accounting
     ctx = QuestionContext(roles=roles, weights=inputs.weights, client=client, root=Path(root),
                         published=inputs.published)
     code = code_version(*QUESTION_CODE)
@@ -315,9 +317,12 @@ def run_units(cases: Sequence[Case], settings: SweEvalSettings, roles: RolesPara
         for start in range(0, len(todo), settings.batch_size):
             batch = todo[start:start + settings.batch_size]
             chunk = [cases[k] for k in batch]
+            before = accounting.snapshot()
             completions = complete_batch(method, chunk, label=f"{entry.name}/{start // settings.batch_size + 1}")
             fresh = compute_units(chunk, completions, method=entry.name, keys=[keys[k] for k in batch], roles=roles,
                                   reward=reward, weights=inputs.weights, client=client)
+            shares = share_usage(usage_delta(before, accounting.snapshot()), [len(u.questions) for u in fresh])
+            fresh = [u.model_copy(update={"usage": share}) for u, share in zip(fresh, shares)]
             for k, unit in zip(batch, fresh):
                 store.put(unit)
                 units[k] = unit
@@ -361,6 +366,38 @@ def _predictions(surrogate, presence: list[set[str]], fixed: dict[str, str]) -> 
     if surrogate is None or not presence:
         return [None] * len(presence)
     return [float(p) for p in surrogate.predict(presence, fixed)]
+
+
+def _row_usage(unit: Any) -> dict[str, Any]:
+    """A per-case row's usage: totals (``tokens``, ``cost_usd``, ``latency_s``) and per role."""
+    from tasks.evaluation.swe_units import unit_usage
+
+    total = unit_usage([unit])
+    return {"prompt_tokens": total["PromptTokens"], "completion_tokens": total["CompletionTokens"],
+            "tokens": total["TotalTokens"], "cost_usd": total["EstimatedCostUSD"],
+            "latency_s": total["LatencySeconds"],
+            "usage": {role: u.model_dump() for role, u in sorted(unit.usage.items())}}
+
+
+EFFICIENCY_SCORE = "weighted_recovery"
+"""The score of the SWE cost and efficiency figures (``efficiency``)."""
+
+
+def efficiency(units: Sequence[Any], metrics: dict[str, Any]) -> dict[str, Any]:
+    """A method row's cost and efficiency figures: tokens, USD (litellm's price; 0 for local backends) and latency
+    summed over its units (``SweUnit.usage``), per case, and the score (``weighted_recovery``) per dollar (score /
+    cost per case; None at zero cost) and per question (score / questions per case; None without questions)."""
+    from tasks.evaluation.swe_units import unit_usage
+
+    n = max(len(units), 1)
+    usage = unit_usage(units)
+    per_case = usage["EstimatedCostUSD"] / n
+    score = metrics.get(EFFICIENCY_SCORE)
+    per_question = metrics.get("questions_per_issue")
+    return {**usage, "Cases": len(units), "TokensPerCase": usage["TotalTokens"] / n, "CostPerCaseUSD": per_case,
+            "LatencyPerCaseSeconds": usage["LatencySeconds"] / n, "Score": score, "ScoreName": EFFICIENCY_SCORE,
+            "ScorePerDollar": score / per_case if score is not None and per_case > 0 else None,
+            "ScorePerQuestion": score / per_question if score is not None and per_question else None}
 
 
 def summarise(cases: Sequence[Case], units_by_method: dict[str, list], settings: SweEvalSettings, roles: RolesParams,
@@ -413,6 +450,7 @@ def summarise(cases: Sequence[Case], units_by_method: dict[str, list], settings:
         elif evaluated and inputs.surrogate is not None:
             m["resolution"] = {"kind": "surrogate", "value": m["predicted_resolution"],
                                "CI95": m["CI95"]["predicted_resolution"], "source": LABEL}
+        m["efficiency"] = efficiency(units, m)
         methods[entry.name] = m
         outcome_of = {o.case_id: o for o in outcomes}
         for u in units:
@@ -431,6 +469,7 @@ def summarise(cases: Sequence[Case], units_by_method: dict[str, list], settings:
                 "information_insufficient": u.information_insufficient,
                 "questions": [q.model_dump() for q in u.questions],
                 "reward": u.reward.model_dump() if u.reward else None,
+                **_row_usage(u),
             })
     reference = {}
     if inputs.surrogate is not None:
@@ -562,6 +601,23 @@ def _method_cells(name: str, m: dict[str, Any]) -> list[str]:
             res_text]
 
 
+EFFICIENCY_COLUMNS = ("TotalTokens", "EstimatedCostUSD", "CostPerCaseUSD", "LatencySeconds", "ScorePerDollar",
+                      "ScorePerQuestion")
+"""The cost and efficiency figures of ``summary_frame`` (checked by the ``swe_eval_summary`` suite)."""
+
+
+def efficiency_lines(every: dict[str, dict[str, Any]]) -> list[str]:
+    from tasks.evaluation.cost_table import SWE_HEADER as EFFICIENCY_HEADER
+    from tasks.evaluation.cost_table import SWE_NOTE as EFFICIENCY_NOTE
+    from tasks.evaluation.cost_table import swe_cost_rows
+
+    rows = swe_cost_rows(every)
+    if not rows:
+        return []
+    return ["", "Cost and efficiency:", "", _line(EFFICIENCY_HEADER), "|---" * len(EFFICIENCY_HEADER) + "|",
+            *[_line(r) for r in rows], "", EFFICIENCY_NOTE]
+
+
 def _line(cells: list[str]) -> str:
     return "| " + " | ".join(cells) + " |"
 
@@ -607,6 +663,7 @@ def report_markdown(summary: dict[str, Any]) -> str:
         for name, m in every.items():
             if m.get("cases"):
                 lines.append(f"| {name} | " + " | ".join(_fmt(m[s]) for s in stages) + " |")
+    lines += efficiency_lines(every)
     trained = [f"{n} trained on {methods[n]['trained_on_source_ids']} issues (overlap with the evaluated ones: "
                f"{methods[n]['training_overlap']})" for n in order if "trained_on_source_ids" in methods[n]]
     notes = [f"- Split: {_split_line(summary['split'])}" + (f"; {'; '.join(trained)}." if trained else "."),
@@ -670,6 +727,9 @@ def summary_frame(summary: dict[str, Any]):
             row[f"{name}_low"], row[f"{name}_high"] = bounds if bounds else (None, None)
         shares = [v for v in (m.get("category_share") or {}).values() if v is not None]
         row["category_share_sum"] = sum(shares) if shares else None
+        eff = m.get("efficiency") or {}
+        for name in EFFICIENCY_COLUMNS:
+            row[name] = eff.get(name)
         rows.append(row)
     frame = pd.DataFrame(rows)
     return frame.astype({c: "float64" for c in frame.columns if c not in ("key", "cases", "skipped_cases")})

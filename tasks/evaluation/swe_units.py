@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
+from tasks.episodes.records import RoleUsage
 from tasks.evaluation import engine
 from tasks.params import reward_with_roles
 from tasks.records import Case
@@ -73,6 +74,11 @@ class SweUnit(BaseModel):
     role_failures: dict[str, int] = {}
     information_insufficient: bool = False
     """The questioner abstained (``swe_abstain``): it asked nothing and flags the task."""
+    usage: dict[str, RoleUsage] = {}
+    """Per role: requests, provider calls, cache hits, tokens, USD (litellm's price; 0 for local backends) and
+    latency of the calls made while computing this unit (the method's generation and the unit roles). Role calls are
+    batched over a chunk of cases, so a chunk's usage is shared out (``share_usage``): a unit role's by the case's
+    questions, the other roles' evenly; empty in units stored before it was recorded."""
 
 
 QUESTION_CODE = ("evaluation/swe_units.py", "evaluation/swe_methods.py", "training/prompts.py", "roles", "rewards")
@@ -225,3 +231,62 @@ def compute_units(cases: Sequence[Case], completions: Sequence[Any], *, method: 
             role_failures={n: v for n, v in fails[k].items() if v},
         ))
     return units
+
+
+_INT_USAGE = ("requests", "calls", "cache_hits", "failures", "prompt_tokens", "completion_tokens")
+_FLOAT_USAGE = ("cost_usd", "latency_s")
+
+
+def usage_delta(before: dict[str, dict], after: dict[str, dict]) -> dict[str, dict[str, float]]:
+    """Per role, what an ``Accounting.snapshot`` gained between two snapshots (roles that gained nothing dropped)."""
+    out: dict[str, dict[str, float]] = {}
+    for role, row in after.items():
+        old = before.get(role, {})
+        gained = {"requests": row.get("requests", 0) - old.get("requests", 0),
+                  "calls": row.get("provider_calls", 0) - old.get("provider_calls", 0),
+                  **{n: row.get(n, 0) - old.get(n, 0)
+                     for n in ("cache_hits", "failures", "prompt_tokens", "completion_tokens", "cost_usd",
+                               "latency_s")}}
+        if any(gained.values()):
+            out[role] = gained
+    return out
+
+
+def _split_int(total: int, weights: list[float]) -> list[int]:
+    """``total`` split in proportion to ``weights`` (largest remainder: the parts sum to ``total``)."""
+    raw = [total * w / sum(weights) for w in weights]
+    parts = [int(r) for r in raw]
+    for k in sorted(range(len(raw)), key=lambda k: (parts[k] - raw[k], k))[:total - sum(parts)]:
+        parts[k] += 1
+    return parts
+
+
+def share_usage(delta: dict[str, dict[str, float]], questions: Sequence[int]) -> list[dict[str, RoleUsage]]:
+    """A chunk's role usage shared out over its cases: a unit role's in proportion to each case's questions, any
+    other role's (the method's generation, embeddings) evenly; integer counts by largest remainder, so the units'
+    sums equal the chunk's."""
+    out: list[dict[str, RoleUsage]] = [{} for _ in questions]
+    if not questions:
+        return out
+    for role, row in sorted(delta.items()):
+        weights = [float(q) for q in questions] if role in UNIT_ROLES and sum(questions) else [1.0] * len(questions)
+        ints = {n: _split_int(int(row.get(n, 0)), weights) for n in _INT_USAGE}
+        total = sum(weights)
+        for k, w in enumerate(weights):
+            if not w:
+                continue
+            out[k][role] = RoleUsage(**{n: ints[n][k] for n in _INT_USAGE},
+                                     cost_usd=round(float(row.get("cost_usd", 0.0)) * w / total, 8),
+                                     latency_s=round(float(row.get("latency_s", 0.0)) * w / total, 4))
+    return out
+
+
+def unit_usage(units: Sequence[SweUnit]) -> dict[str, float | int]:
+    """The summed usage of ``units`` (all roles)."""
+    rows = [u for unit in units for u in unit.usage.values()]
+    return {"PromptTokens": sum(u.prompt_tokens for u in rows),
+            "CompletionTokens": sum(u.completion_tokens for u in rows),
+            "TotalTokens": sum(u.prompt_tokens + u.completion_tokens for u in rows),
+            "ProviderCalls": sum(u.calls for u in rows),
+            "EstimatedCostUSD": round(float(sum(u.cost_usd for u in rows)), 8),
+            "LatencySeconds": round(float(sum(u.latency_s for u in rows)), 4)}

@@ -150,6 +150,10 @@ def _swe_eval_summary(E: Any, options: dict[str, Any]) -> list:
         *_rates(E, RATE_COLUMNS),
         E.ExpectColumnValuesToBeBetween(column="category_share_sum", min_value=0.999, max_value=1.001),
         *_inside_ci(E, (*ISSUE_METRICS, *QUESTION_METRICS)),
+        # cost and efficiency (``tasks.evaluation.swe.efficiency``): never negative; score / $ is null at zero cost
+        *[E.ExpectColumnValuesToBeBetween(column=c, min_value=0.0)
+          for c in ("TotalTokens", "EstimatedCostUSD", "CostPerCaseUSD", "LatencySeconds", "ScorePerDollar",
+                    "ScorePerQuestion")],
     ]
 
 
