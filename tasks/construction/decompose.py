@@ -19,7 +19,7 @@ Local backend, in two steps:
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Literal, get_args
@@ -469,10 +469,12 @@ UNCUED_OBJECTIVE_PENALTY = 1.0
 """A problem states its objective with a verb such as minimise or determine; without one, objective is unlikely."""
 
 
-def cue_scores(text: str) -> dict[str, float]:
-    """Summed cue weights per kind for one unit's text."""
-    scores = dict.fromkeys(UNIT_KINDS, 0.0)
-    for kind, cues in CUES.items():
+def cue_scores(text: str, cues_by_kind: Mapping[str, Sequence[tuple[re.Pattern, float]]] = CUES,
+               kinds: Sequence[str] = UNIT_KINDS) -> dict[str, float]:
+    """Summed cue weights per kind (every one of ``kinds``, 0 without a cue) for one unit's text; by default the
+    optimisation decomposer's cues (a unit domain passes its own table and kinds)."""
+    scores = dict.fromkeys(kinds, 0.0)
+    for kind, cues in cues_by_kind.items():
         for pattern, weight in cues:
             if pattern.search(text):
                 scores[kind] += weight

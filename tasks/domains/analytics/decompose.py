@@ -100,20 +100,13 @@ STRONG = 3.0
 COLUMN_LIST = re.compile(r"`[\w.]+`\s*(\(|:)\s*\w+(,\s*\w+){2,}")
 
 
-def scores(text: str) -> dict[str, float]:
-    out = dict.fromkeys(UNIT_KINDS, 0.0)
-    for kind, cues in CUES.items():
-        for pattern, weight in cues:
-            if pattern.search(text):
-                out[kind] += weight
-    return out
-
-
 def classify(text: str, *, first: bool = False, structured: bool = False) -> str:
     """The kind of one segment."""
+    from tasks.construction.decompose import cue_scores
+
     if structured or COLUMN_LIST.search(text):
         return "schema"
-    points = scores(text)
+    points = cue_scores(text, CUES, UNIT_KINDS)
     if first and max(v for k, v in points.items() if k != "context") < STRONG:
         points["context"] += FIRST_CONTEXT_BONUS
     best = max(points.values())
