@@ -1,8 +1,29 @@
-"""Text helpers every domain's construction shares (the SWE masker, the unit domains' leak checks)."""
+"""Text helpers every domain's construction shares (the SWE masker, the unit domains' leak checks, the SWE roles'
+passage splitters)."""
 
 from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+FENCE = re.compile(r"^\s*(```|~~~)")
+"""A Markdown code-fence delimiter line (```` ``` ```` or ``~~~``, with or without a language)."""
+
+
+def closing_fence(lines: Sequence[str], i: int) -> int:
+    """Index of the first fence delimiter line after line ``i`` (``len(lines)`` when the fence is never closed)."""
+    j = i + 1
+    while j < len(lines) and not FENCE.match(lines[j]):
+        j += 1
+    return j
 
 
 def normalise_ws(text: str) -> str:
     """``text`` with every run of whitespace one space, and none at either end (how leaks and spans are compared)."""
     return " ".join(text.split())
+
+
+def whitespace_pattern(span: str) -> re.Pattern | None:
+    """A pattern matching ``span`` with any run of whitespace standing for any other (None for a blank span)."""
+    tokens = span.split()
+    return re.compile(r"\s+".join(re.escape(t) for t in tokens)) if tokens else None

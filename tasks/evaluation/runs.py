@@ -168,11 +168,11 @@ def plan_units(cases: Sequence[Case], settings: EvalSettings) -> list[Unit]:
     return units
 
 
-EPISODE_CODE = ("episodes", "clarifiers", "roles", "llm", "domains", "evaluation/judge.py", "records.py",
+EPISODE_CODE = ("episodes", "clarifiers", "roles", "llm", "domains", "evaluation/judge.py", "records.py", "text.py",
                 "training/policy.py", "training/prompts.py")
 """The code that plays and judges episodes (``tasks.caching.code_version`` of it keys the units): the loop, the
-methods, the roles, the LLM layer, the domains' gap inventories and hints, the judge and how a policy method
-generates; not the metrics, plots or report."""
+methods, the roles, the LLM layer, the domains' gap inventories and hints, the judge, the text helpers the roles and
+domains share, and how a policy method generates; not the metrics, plots or report."""
 
 
 def unit_key(unit: Unit, case: Case, entry: MethodEntry, settings: EvalSettings, roles: BaseModel, code: str) -> str:

@@ -81,9 +81,10 @@ class SweUnit(BaseModel):
     questions, the other roles' evenly; empty in units stored before it was recorded."""
 
 
-QUESTION_CODE = ("evaluation/swe_units.py", "evaluation/swe_methods.py", "training/prompts.py", "roles", "rewards")
+QUESTION_CODE = ("evaluation/swe_units.py", "evaluation/swe_methods.py", "training/prompts.py", "roles", "rewards",
+                 "text.py")
 """The code that determines a question unit (``tasks.caching.code_version`` of it keys the units): the methods, the
-units, the roles and their prompts, the rewards and the policy prompt."""
+units, the roles and their prompts, the rewards, the policy prompt and the text helpers the SWE roles use."""
 
 
 def unit_key(*, case: Case, method: str, fingerprint: dict, case_input: Any, roles: RolesParams,

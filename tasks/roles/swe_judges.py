@@ -28,6 +28,7 @@ from collections.abc import Sequence
 from pydantic import BaseModel, ConfigDict, Field
 
 from tasks.roles.base import RoleSpec
+from tasks.text import FENCE, closing_fence
 
 
 class RedundancyInput(BaseModel):
@@ -64,7 +65,6 @@ W_KIND = 0.30
 THRESHOLD = 0.33
 MIN_PASSAGE_CHARS = 10
 
-FENCE = re.compile(r"^\s*(```|~~~)")
 SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z`\"'(])")
 LIST_ITEM = re.compile(r"^\s*([-*+]|\d+[.)])\s+")
 LABEL = re.compile(r"#*\s*[A-Za-z][\w /&-]{0,40}:?")
@@ -116,7 +116,7 @@ def passages(text: str) -> list[str]:
     i = 0
     while i < len(lines):
         if FENCE.match(lines[i]):
-            j = next((k for k in range(i + 1, len(lines)) if FENCE.match(lines[k])), len(lines))
+            j = closing_fence(lines, i)
             out.append("\n".join(lines[i + 1:j]).strip())
             i = j + 1
             continue

@@ -20,6 +20,7 @@ from tasks.categories import Category
 from tasks.llm.embeddings import encode
 from tasks.roles.base import RoleSpec
 from tasks.roles.question_classifier import IRRELEVANT, classify_with_vectors
+from tasks.text import FENCE, closing_fence
 
 NO_INFO = "I don't have that information."
 
@@ -48,7 +49,6 @@ TRACEBACK, ERRNAME, CODE, VERSION, REF, ERROR, EXPECTED, IMPL, PROSE = (
     "traceback", "error_name", "code", "version", "ref", "error", "expected", "impl", "prose")
 
 MIN_UNIT_CHARS = 12
-_FENCE = re.compile(r"^\s*(```|~~~)")
 _TB_START = re.compile(r"Traceback \(most recent call last\)")
 _EXC_LINE = re.compile(r"^\s*([A-Za-z_][\w.]*(Error|Exception|Warning|Exit|Interrupt|Failure))\b(:.*)?$")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z`\"'(\[*])")
@@ -148,11 +148,9 @@ def split_units(text: str) -> list[TextUnit]:
 
     while i < len(lines):
         line = lines[i]
-        if _FENCE.match(line):
+        if FENCE.match(line):
             flush()
-            j = i + 1
-            while j < len(lines) and not _FENCE.match(lines[j]):
-                j += 1
+            j = closing_fence(lines, i)
             block = "\n".join(lines[i + 1 : j]).strip("\n")
             if block.strip():
                 units.extend(_block_units(block.strip()))

@@ -24,12 +24,11 @@ from dataclasses import dataclass
 
 from tasks.categories import ORDER, Category
 from tasks.errors import MaskingError
-from tasks.text import normalise_ws
+from tasks.text import FENCE, normalise_ws, whitespace_pattern
 
 LEAK_MIN_CHARS = 20
 PIECE_MIN_CHARS = 12
 
-_FENCE = re.compile(r"^\s*(```|~~~)")
 _HEADING = re.compile(r"^\s{0,3}(#{1,6}\s+\S.*|\*\*[^*]+\*\*:?|__[^_]+__:?)\s*$")
 _LIST_MARKER = re.compile(r"^(\s*(?:[-*+>]|\d+[.)])(?:\s+|$))")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=\S)")
@@ -48,7 +47,7 @@ class LocatedSpan:
 
 def fence_count(text: str) -> int:
     """Number of code-fence delimiter lines; an even count means every fence is closed."""
-    return sum(1 for line in text.split("\n") if _FENCE.match(line))
+    return sum(1 for line in text.split("\n") if FENCE.match(line))
 
 
 def normalise_newlines(text: str) -> str:
@@ -57,11 +56,8 @@ def normalise_newlines(text: str) -> str:
 
 def find_all(text: str, span: str) -> list[tuple[int, int]]:
     """Every occurrence of ``span`` in ``text``, any run of whitespace matching any other."""
-    tokens = span.split()
-    if not tokens:
-        return []
-    pattern = r"\s+".join(re.escape(t) for t in tokens)
-    return [(m.start(), m.end()) for m in re.finditer(pattern, text)]
+    pattern = whitespace_pattern(span)
+    return [(m.start(), m.end()) for m in pattern.finditer(text)] if pattern else []
 
 
 def locate(text: str, span: str) -> list[tuple[int, int]]:
@@ -154,7 +150,7 @@ def _split_lines(text: str) -> list[_Line]:
     fence_id = -1
     for raw in text.split("\n"):
         start, end = pos, pos + len(raw)
-        if _FENCE.match(raw):
+        if FENCE.match(raw):
             if not in_code:
                 fence_id += 1
             lines.append(_Line(start, end, fence=True, code=False, fence_id=fence_id))
