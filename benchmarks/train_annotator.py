@@ -172,14 +172,14 @@ class SpanGeometry:
 
     def __init__(self, issue, prepared):
         from tasks.categories import ORDER
-        from tasks.roles.annotator import _only_fences, unit_groups
+        from tasks.roles.annotator import only_fences, unit_groups
 
         text = issue.text
         units = prepared.units
         self.groups = unit_groups(text, units)
         self.starts = np.array([u.start for u in units], dtype=np.int64)
         self.ends = np.array([u.end for u in units], dtype=np.int64)
-        self.joins = np.array([_only_fences(text[a.end : b.start]) for a, b in pairwise(units)], dtype=bool)
+        self.joins = np.array([only_fences(text[a.end : b.start]) for a, b in pairwise(units)], dtype=bool)
         self.gold: list[list[list[tuple[int, int]]]] = []
         self.gold_cum: list[np.ndarray] = []
         for cat in ORDER:

@@ -46,6 +46,19 @@ def code_fingerprint(modules: Iterable[ModuleType | Path], root: Path | None = N
     return digest.hexdigest()
 
 
+def package_modules(module: ModuleType) -> list[ModuleType]:
+    """``module`` and, when it is a package, every module in it, imported and in name order, so that a key over their
+    source never depends on what happened to be imported first."""
+    import importlib
+    import pkgutil
+
+    mods = [module]
+    if hasattr(module, "__path__"):
+        mods += [importlib.import_module(f"{module.__name__}.{m.name}")
+                 for m in sorted(pkgutil.iter_modules(module.__path__), key=lambda m: m.name)]
+    return mods
+
+
 TASKS = Path(__file__).resolve().parent
 CODE_SUFFIXES = (".py", ".j2", ".npz")
 """What counts as code: modules, prompt templates and weight files."""

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tasks.categories import Category
+from tasks.categories import ORDER, Category
 from tasks.llm.records import RoleConfig
 from tasks.records import IssueRecord
 from tasks.roles import annotator
@@ -21,6 +21,7 @@ from tasks.roles.annotator import (
     to_span_annotations,
     verbatim_spans,
 )
+from tasks.roles.annotator import scorer as annotator_scorer
 from tasks.roles.base import run_role
 from tests.conftest import load_benchmark
 
@@ -84,7 +85,7 @@ def _annotate(text: str) -> Annotation:
 def backend(request, monkeypatch, tmp_path) -> str:
     """Run a test with the shipped weights and again with the weights file absent (rules only)."""
     if request.param == "rules":
-        monkeypatch.setattr(annotator, "WEIGHTS", tmp_path / "absent.npz")
+        monkeypatch.setattr(annotator_scorer, "WEIGHTS", tmp_path / "absent.npz")
         assert annotator.default_scorer() is None
     elif not annotator.WEIGHTS.is_file():
         pytest.skip("annotator_weights.npz not shipped")
@@ -218,12 +219,12 @@ def test_presence_threshold_zero_means_always_present() -> None:
         presence_threshold=np.zeros(k), presence_from_spans=np.zeros(k, np.int32))
     for p in annotator.prepare_batch([AnnotateInput(text=t) for t in ALL]):
         ann = annotator.scored_annotation(p, scorer)
-        assert ann.present == list(annotator.ORDER)
-        assert {s.category for s in ann.spans} == set(annotator.ORDER)  # present <=> has spans
+        assert ann.present == list(ORDER)
+        assert {s.category for s in ann.spans} == set(ORDER)  # present <=> has spans
 
 
 def test_absent_weights_fall_back_to_rules(monkeypatch, tmp_path) -> None:
-    monkeypatch.setattr(annotator, "WEIGHTS", tmp_path / "absent.npz")
+    monkeypatch.setattr(annotator_scorer, "WEIGHTS", tmp_path / "absent.npz")
     inputs = [AnnotateInput(text=t) for t in ALL]
     out = SPEC.run_local(inputs)
     assert out == annotator.annotate_prepared(annotator.prepare_batch(inputs), None)

@@ -344,17 +344,12 @@ class UnitDomain:
     def code_modules(self) -> tuple:
         """Modules whose source keys the construction cache: the shared machinery and the domain's own modules."""
         import importlib
-        import pkgutil
 
         from tasks.construction import brief
         from tasks.domains import module_name
 
         own = importlib.import_module(module_name(self.name) or type(self).__module__)
-        mods = [own]
-        if hasattr(own, "__path__"):  # a package: every module in it, imported so the key never depends on order
-            mods += [importlib.import_module(f"{own.__name__}.{m.name}")
-                     for m in sorted(pkgutil.iter_modules(own.__path__), key=lambda m: m.name)]
-        return (records, store, brief, sys.modules[__name__], *mods)
+        return (records, store, brief, sys.modules[__name__], *caching.package_modules(own))
 
     def _prefect_tasks(self):
         load_task = caching.cached_task(f"{self.name}-load", modules=(store, records, *self.code_modules()),

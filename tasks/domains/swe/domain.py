@@ -340,7 +340,8 @@ def _prefect_tasks():
 
     load_task = caching.cached_task("swe-load-issues", modules=(store, records, masking, sys.modules[__name__]),
                                     retries=0)(_load_for_cache)
-    annotate_task = caching.cached_task("swe-annotate-chunk", modules=(annotator, base, records),
+    annotate_task = caching.cached_task("swe-annotate-chunk",
+                                        modules=(*caching.package_modules(annotator), base, records),
                                         retries=0)(annotate_chunk)
     mask_task = caching.cached_task("swe-mask-chunk", modules=_MODULES, retries=0)(mask_chunk)
     return load_task, annotate_task, mask_task
