@@ -100,7 +100,7 @@ def prepare(domain: str, params: str = "params.yaml"):
 
 def prepare_questions(root, params_path, cfg, domain: str):
     """``questions``: the SWE-style settings and inputs (cases, weights, surrogate, workbook)."""
-    from tasks.evaluation.swe import SweEvalSettings, load_swe_inputs
+    from tasks.evaluation.questions.run import SweEvalSettings, load_swe_inputs
     from tasks.params import section
 
     settings = section(params_path, SweEvalSettings, cfg.evaluate[domain], f"evaluate.{domain}")
@@ -229,7 +229,7 @@ def check_ladder(summary: dict, settings, *, artifact: str) -> list[str]:
 
 def evaluate_questions(domain: str, params: str, out: str | None, runner: str | None, started: float) -> dict:
     """Question sets per method on the cases, answered by the simulated user, scored (CLARITI §7; evaluate@swe)."""
-    from tasks.evaluation import swe
+    from tasks.evaluation.questions import run as swe
     from tasks.stage_metrics import publish_with_metrics
     from tasks.store import staged_dir
     from tasks.validation import gate
@@ -257,8 +257,8 @@ def evaluate_questions(domain: str, params: str, out: str | None, runner: str | 
         check_stage_metrics(f"evaluate/{domain}", metrics, counts={"cases": len(inputs.cases)})
         publish_with_metrics(staging, out_dir, root, f"evaluate/{domain}", metrics)
     from tasks.evaluation.plots import plot_data_path
+    from tasks.evaluation.questions.plots import recovery_rows
     from tasks.evaluation.report import publish_report
-    from tasks.evaluation.swe_plots import recovery_rows
     from tasks.store import atomic_write_json
 
     atomic_write_json(plot_data_path(root, domain), recovery_rows(swe.plotted_methods(summary)))

@@ -14,17 +14,17 @@ import pytest
 
 from tasks.categories import Category
 from tasks.errors import InputError
-from tasks.evaluation import swe_bridge
-from tasks.evaluation.swe import SweEvalSettings, evaluate_swe, load_swe_inputs, rows_frame, summary_frame
-from tasks.evaluation.swe_methods import (
+from tasks.evaluation.questions import bridge as swe_bridge
+from tasks.evaluation.questions.methods import (
     PolicyQuestioner,
     QuestionContext,
     QuestionPolicyOptions,
     build_method,
 )
-from tasks.evaluation.swe_metrics import IssueBootstrap, method_metrics, outcome, presence_after
-from tasks.evaluation.swe_surrogate import LABEL, load_surrogate, save_surrogate
-from tasks.evaluation.swe_units import QuestionRecord, SweUnit, compute_units
+from tasks.evaluation.questions.metrics import IssueBootstrap, method_metrics, outcome, presence_after
+from tasks.evaluation.questions.run import SweEvalSettings, evaluate_swe, load_swe_inputs, rows_frame, summary_frame
+from tasks.evaluation.questions.surrogate import LABEL, load_surrogate, save_surrogate
+from tasks.evaluation.questions.units import QuestionRecord, SweUnit, compute_units
 from tasks.records import Brief, Case, CaseMetadata, HiddenSlot, Unit
 from tasks.rewards.config import RewardConfig
 from tasks.rewards.weights import CLARITI_WEIGHTS

@@ -1,7 +1,7 @@
 """OR-Clarify evaluation: the judge, the metrics, the recovery plot and the report (or-clarify.md §3, §4, §9).
 
 The names below load their module on first use (PEP 562), so importing the package runs none of its modules. The
-SWE question-set evaluation (``tasks.evaluation.swe``) is imported from its module."""
+SWE question-set evaluation (``tasks.evaluation.questions.run``) is imported from its module."""
 
 from __future__ import annotations
 

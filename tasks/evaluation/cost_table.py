@@ -1,8 +1,8 @@
 """The cost and efficiency table of an episode evaluation: one row per ``protocol::method`` with its tokens, USD,
 latency, score per dollar and per question (the figures ``tasks.evaluation.metrics.efficiency`` adds to each summary
 row); and the SWE question evaluation's (``SWE_*``, ``swe_cost_rows``: one row per method from its ``efficiency``
-block, ``tasks.evaluation.swe.efficiency``). One definition for the evaluations' ``report.md`` and the pipeline report
-(``tasks/reporting``); plain Python, no heavy imports.
+block, ``tasks.evaluation.questions.run.efficiency``). One definition for the evaluations' ``report.md`` and the
+pipeline report (``tasks/reporting``); plain Python, no heavy imports.
 """
 
 from __future__ import annotations
@@ -56,7 +56,7 @@ def cost_markdown(summary: Mapping[str, Any]) -> list[str]:
     return lines + ["| " + " | ".join(r) + " |" for r in rows] + ["", NOTE, ""]
 
 
-# ---- the SWE question evaluation (``tasks.evaluation.swe.efficiency``: one ``efficiency`` block per method row) ----
+# ---- the SWE question evaluation (``questions.run.efficiency``: one ``efficiency`` block per method row) ----------
 
 SWE_HEADER = ["method", "cases", "tokens", "tokens/case", "est. cost (USD)", "cost/case (USD)", "latency (s)",
               "latency/case (s)", "weighted recovery", "score / $", "score / question"]

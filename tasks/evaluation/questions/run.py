@@ -1,6 +1,6 @@
 """evaluate@swe: measure SWE clarifiers as CLARITI does (clariti.md §7) on incomplete issues.
 
-Each method (``tasks.evaluation.swe_methods``) turns each case's incomplete issue into questions; the ``swe_user``
+Each method (``tasks.evaluation.questions.methods``) turns each case's incomplete issue into questions; the ``swe_user``
 role answers them from the full issue + hints; judges and the classifier label them (``swe_units``); the metrics
 (``swe_metrics``) come with 95% bootstrap intervals over issues. The flow calls, in order::
 
@@ -38,7 +38,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from tasks.domains.swe.workbook import PUBLISHED_COLUMNS
 from tasks.errors import InputError
 from tasks.evaluation.engine import UnitStats
-from tasks.evaluation.swe_abstain import AbstainSettings
+from tasks.evaluation.questions.abstain import AbstainSettings
 from tasks.records import SAFE_ID, Case
 from tasks.rewards.config import RewardConfig
 from tasks.roles.config import RolesParams
@@ -120,7 +120,7 @@ class SweEvalSettings(BaseModel):
     measured: list[MeasuredEntry] = []
     methods: list[SweMethodEntry] = Field(default_factory=_default_methods, min_length=1)
     abstain: AbstainSettings = AbstainSettings()
-    """Abstain with warning (``tasks.evaluation.swe_abstain``): off unless a threshold is set."""
+    """Abstain with warning (``tasks.evaluation.questions.abstain``): off unless a threshold is set."""
 
     @model_validator(mode="after")
     def _unique(self) -> SweEvalSettings:
@@ -218,9 +218,9 @@ def load_swe_inputs(root: Path, settings: SweEvalSettings) -> SweInputs:
     """Read and validate every input (cases, methods and their files, weights, surrogate, workbook, harness
     reports); raises ``InputError(path, message, field=...)`` before any work is done."""
     from tasks.domains.swe.workbook import instance_meta, published_lists
-    from tasks.evaluation import swe_methods
-    from tasks.evaluation.swe_bridge import merge_measured, read_harness
-    from tasks.evaluation.swe_surrogate import load_surrogate
+    from tasks.evaluation.questions import methods as swe_methods
+    from tasks.evaluation.questions.bridge import merge_measured, read_harness
+    from tasks.evaluation.questions.surrogate import load_surrogate
 
     root = Path(root)
     cases, notes, source = _load_cases(root, settings)
@@ -267,7 +267,7 @@ def load_swe_inputs(root: Path, settings: SweEvalSettings) -> SweInputs:
 def check_trained_policies(root: Path, settings: SweEvalSettings, cases: Sequence[Case]) -> dict[str, dict]:
     """Per policy method with an adapter: its training source ids and the overlap with ``cases`` (raises
     ``InputError`` naming the adapter's record when any evaluated issue was trained on)."""
-    from tasks.evaluation.swe_methods import parse_options
+    from tasks.evaluation.questions.methods import parse_options
     from tasks.splits import check_no_overlap
 
     evaluated = {c.metadata.source_id for c in cases}
@@ -287,8 +287,15 @@ def run_units(cases: Sequence[Case], settings: SweEvalSettings, roles: RolesPara
     """Every (method, case) unit, from the store or computed in batches; per method, units in case order."""
     from tasks.caching import code_version
     from tasks.evaluation.engine import UnitStore
-    from tasks.evaluation.swe_methods import QuestionContext, build_method
-    from tasks.evaluation.swe_units import QUESTION_CODE, SweUnit, compute_units, share_usage, unit_key, usage_delta
+    from tasks.evaluation.questions.methods import QuestionContext, build_method
+    from tasks.evaluation.questions.units import (
+        QUESTION_CODE,
+        SweUnit,
+        compute_units,
+        share_usage,
+        unit_key,
+        usage_delta,
+    )
     from tasks.llm.client import default_client
 
     store = UnitStore(Path(root) / UNIT_STORE, SweUnit)
@@ -370,7 +377,7 @@ def _predictions(surrogate, presence: list[set[str]], fixed: dict[str, str]) -> 
 
 def _row_usage(unit: Any) -> dict[str, Any]:
     """A per-case row's usage: totals (``tokens``, ``cost_usd``, ``latency_s``) and per role."""
-    from tasks.evaluation.swe_units import unit_usage
+    from tasks.evaluation.questions.units import unit_usage
 
     total = unit_usage([unit])
     return {"prompt_tokens": total["PromptTokens"], "completion_tokens": total["CompletionTokens"],
@@ -387,7 +394,7 @@ def efficiency(units: Sequence[Any], metrics: dict[str, Any]) -> dict[str, Any]:
     """A method row's cost and efficiency figures: tokens, USD (litellm's price; 0 for local backends) and latency
     summed over its units (``SweUnit.usage``), per case, and the score (``weighted_recovery``) per dollar (score /
     cost per case; None at zero cost) and per question (score / questions per case; None without questions)."""
-    from tasks.evaluation.swe_units import unit_usage
+    from tasks.evaluation.questions.units import unit_usage
 
     n = max(len(units), 1)
     usage = unit_usage(units)
@@ -406,16 +413,16 @@ def summarise(cases: Sequence[Case], units_by_method: dict[str, list], settings:
     the reference methods (``swe_methods.REFERENCE``: the oracle template, the no-questions floor) are
     ``reference_methods`` (in ``reference_order``), each with its ``reference`` (kind, what it reads)."""
     from tasks.evaluation.metrics import tidy
-    from tasks.evaluation.swe_methods import reference_of
-    from tasks.evaluation.swe_metrics import (
+    from tasks.evaluation.questions.methods import reference_of
+    from tasks.evaluation.questions.metrics import (
         distinct_intents,
         measured_metrics,
         method_metrics,
         outcome,
         presence_after,
     )
-    from tasks.evaluation.swe_surrogate import LABEL
-    from tasks.evaluation.swe_units import UNIT_ROLES, evaluation_reward
+    from tasks.evaluation.questions.surrogate import LABEL
+    from tasks.evaluation.questions.units import UNIT_ROLES, evaluation_reward
     from tasks.roles.config import describe_roles
 
     by_id = {c.case_id: c for c in cases}
@@ -518,8 +525,8 @@ def evaluate_swe(cases: Sequence[Case], settings: SweEvalSettings, roles: RolesP
     ``cases``). ``methods``: name -> a prepared ``SweMethod`` (tests inject fake policies). The returned summary
     equals ``summary.json`` plus a ``run`` entry (units computed / reused, seconds) that is not written.
     """
-    from tasks.evaluation import swe_plots
-    from tasks.evaluation.swe_bridge import export_clarified
+    from tasks.evaluation.questions import plots as swe_plots
+    from tasks.evaluation.questions.bridge import export_clarified
     from tasks.store import atomic_write_json, atomic_write_text
 
     root, out_dir = Path(root), Path(out_dir)
@@ -531,14 +538,14 @@ def evaluate_swe(cases: Sequence[Case], settings: SweEvalSettings, roles: RolesP
                              progress=progress, methods=methods)
     abstaining: list[str] = []
     if settings.abstain.threshold is not None:
-        from tasks.evaluation.swe_abstain import add_abstaining
+        from tasks.evaluation.questions.abstain import add_abstaining
 
         settings, units, abstaining = add_abstaining(settings, units)
         inputs.columns.update({f"{n}+abstain": inputs.columns[n] for n in abstaining if n in inputs.columns})
     summary, rows = summarise(cases, units, settings, roles, inputs, reward)
     if abstaining:
         from tasks.evaluation.metrics import tidy
-        from tasks.evaluation.swe_abstain import abstention_block
+        from tasks.evaluation.questions.abstain import abstention_block
 
         summary["abstention"] = tidy(abstention_block(summary, units, abstaining, settings.abstain.threshold))
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -625,8 +632,8 @@ def _line(cells: list[str]) -> str:
 def report_markdown(summary: dict[str, Any]) -> str:
     """The report section for evaluate@swe (markdown, no images): the ranked methods' table, then the reference
     rows apart (each with what it reads)."""
-    from tasks.evaluation.swe_metrics import LABELS
-    from tasks.evaluation.swe_plots import NAMES
+    from tasks.evaluation.questions.metrics import LABELS
+    from tasks.evaluation.questions.plots import NAMES
 
     order = summary["method_order"]
     methods = summary["methods"]
@@ -688,7 +695,7 @@ def report_markdown(summary: dict[str, Any]) -> str:
                          for name, d in summary["roles"].items())
     notes.append(f"- Roles: {backends}.")
     if summary.get("abstention"):
-        from tasks.evaluation.swe_abstain import abstention_lines
+        from tasks.evaluation.questions.abstain import abstention_lines
 
         lines += ["", *abstention_lines(summary["abstention"])]
     return "\n".join(lines + ["", *notes]) + "\n"
@@ -713,7 +720,7 @@ def summary_frame(summary: dict[str, Any]):
     bounds."""
     import pandas as pd
 
-    from tasks.evaluation.swe_metrics import ISSUE_METRICS, QUESTION_METRICS
+    from tasks.evaluation.questions.metrics import ISSUE_METRICS, QUESTION_METRICS
 
     names = (*ISSUE_METRICS, *QUESTION_METRICS)
     every = {**summary["methods"], **summary["reference_methods"]}
@@ -739,7 +746,7 @@ def rows_frame(rows_or_dir: Sequence[dict] | Path):
     """One row per (method, case) for the ``swe_eval_rows`` suite (from the rows or the output folder)."""
     import pandas as pd
 
-    from tasks.evaluation.swe_metrics import LABELS
+    from tasks.evaluation.questions.metrics import LABELS
 
     if isinstance(rows_or_dir, Path | str):
         text = (Path(rows_or_dir) / "rows.jsonl").read_text(encoding="utf-8")

@@ -81,7 +81,8 @@ class SweUnit(BaseModel):
     questions, the other roles' evenly; empty in units stored before it was recorded."""
 
 
-QUESTION_CODE = ("evaluation/swe_units.py", "evaluation/swe_methods.py", "training/prompts.py", "roles", "rewards")
+QUESTION_CODE = ("evaluation/questions/units.py", "evaluation/questions/methods.py", "training/prompts.py", "roles",
+                 "rewards")
 """The code that determines a question unit (``tasks.caching.code_version`` of it keys the units): the methods, the
 units, the roles and their prompts, the rewards and the policy prompt."""
 
