@@ -141,7 +141,7 @@ def throughput(args: argparse.Namespace) -> dict:
 
 def policy_entries() -> tuple[list[dict], list[str], int]:
     """evaluate@swe's policy rows (name, options), the ones left out (adapter missing), and the stage batch size."""
-    from tasks.evaluation.questions.run import SweEvalSettings
+    from tasks.evaluation.questions import SweEvalSettings
     from tasks.params import load_params
 
     settings = SweEvalSettings.model_validate(load_params(ROOT / "params.yaml").evaluate["swe"])

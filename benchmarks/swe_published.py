@@ -68,7 +68,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     from tasks.domains.swe.workbook import PUBLISHED_COLUMNS, published_lists
-    from tasks.evaluation.questions.run import SweEvalSettings, evaluate_swe, load_swe_inputs
+    from tasks.evaluation.questions import SweEvalSettings, evaluate_swe, load_swe_inputs
     from tasks.params import load_params
     from tasks.rewards.parse import parse_questions
 

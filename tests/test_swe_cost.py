@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from tasks.evaluation.questions.run import evaluate_swe, load_swe_inputs, report_markdown
+from tasks.evaluation.questions import evaluate_swe, load_swe_inputs, report_markdown
 from tasks.evaluation.questions.units import UNIT_ROLES, share_usage, usage_delta
 from tasks.roles.config import RoleConfig, RolesParams
 from tests.test_swe_eval import project
@@ -18,7 +18,7 @@ METHODS = [{"name": "no_questions"}, {"name": "ask_everything"}]
 
 
 def _units(root):
-    from tasks.evaluation.questions.run import UNIT_STORE
+    from tasks.evaluation.questions import UNIT_STORE
     from tasks.evaluation.questions.units import SweUnit
 
     return [SweUnit.model_validate_json(p.read_text()) for p in (root / UNIT_STORE).rglob("*.json")]

@@ -54,7 +54,7 @@ class ExportRow(BaseModel):
     clarifyflow_case_id: str = Field(pattern=SAFE_ID)
     clarifyflow_method: str = Field(pattern=SAFE_ID)
     clarifyflow_warning: str | None = None
-    """``information insufficient`` when the questioner abstained (``swe_abstain``); absent otherwise."""
+    """``information insufficient`` when the questioner abstained (``questions.abstain``); absent otherwise."""
 
 
 def clarified_issue(brief: str, qa: Sequence[tuple[str, str]]) -> str:

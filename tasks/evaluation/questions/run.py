@@ -1,27 +1,5 @@
-"""evaluate@swe: measure SWE clarifiers as CLARITI does (clariti.md §7) on incomplete issues.
-
-Each method (``tasks.evaluation.questions.methods``) turns each case's incomplete issue into questions; the ``swe_user``
-role answers them from the full issue + hints; judges and the classifier label them (``swe_units``); the metrics
-(``swe_metrics``) come with 95% bootstrap intervals over issues. The flow calls, in order::
-
-    settings = section(params_path, SweEvalSettings, cfg.evaluate["swe"], "evaluate.swe")
-    inputs = load_swe_inputs(root, settings)              # validates everything; InputError before any work
-    summary = evaluate_swe(inputs.cases, settings, cfg.roles, staging_dir, root=root, inputs=inputs,
-                           reward=cfg.reward, client=None, progress=None)
-    gate("swe_eval_summary", summary_frame(summary), ...); gate("swe_eval_rows", rows_frame(staging_dir), ...)
-
-Outputs in ``out_dir``: ``summary.json`` (byte-stable; the ranked ``methods`` apart from the ``reference_methods``,
-see ``swe_methods.REFERENCE``), ``rows.jsonl`` (one row per method x case with questions,
-answers and labels), ``questions.eval`` (the rows as an Inspect AI log, ``inspect_log``), ``report.md`` (the report
-section), ``category_distribution.png``,
-``questions_vs_recovery.png``, and ``bridge/`` (SWE-bench-style JSONL per method + ``manifest.json``; see
-``swe_bridge``). Units are cached under ``<root>/.cache/eval/swe/units`` by content, so a rerun recomputes only
-units whose case, method, roles, reward settings, weights or code changed.
-
-*Predicted resolution* is the ``shap`` stage's classifier (``data/shap/model.txt``) on the visible + recovered
-categories, always labelled a surrogate; harness results listed under ``measured`` replace it with measured
-resolution per method.
-"""
+"""evaluate@swe's run: every (method, case) unit from the store or computed in batches, the summary and per-case
+rows, and the outputs written to the stage's folder (``evaluate_swe``)."""
 
 from __future__ import annotations
 
@@ -29,256 +7,16 @@ import json
 import sys
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
-
-from tasks.domains.swe.workbook import PUBLISHED_COLUMNS
-from tasks.errors import InputError
 from tasks.evaluation.engine import UnitStats
-from tasks.evaluation.questions.abstain import AbstainSettings
-from tasks.records import SAFE_ID, Case
+from tasks.evaluation.questions.inputs import SweEvalSettings, SweInputs, check_trained_policies, load_swe_inputs
+from tasks.records import Case
 from tasks.rewards.config import RewardConfig
 from tasks.roles.config import RolesParams
-from tasks.splits import EvalSplit
 
-WHERE = "params.yaml"
-SECTION = "evaluate.swe"
 UNIT_STORE = Path(".cache") / "eval" / "swe" / "units"
-
-
-class SweMethodEntry(BaseModel):
-    """One row of ``evaluate.swe.methods``."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    name: str = Field(pattern=SAFE_ID)
-    method: str | None = None
-    """The method kind (``no_questions``, ``oracle_template``, ``ask_everything``, ``policy``, ``llm_questioner``,
-    ``published``); defaults to ``name``."""
-    options: dict[str, Any] = {}
-
-    @property
-    def kind(self) -> str:
-        return self.method or self.name
-
-
-class PublishedSettings(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    workbook: str = "../shared/data/clariti/data.xlsx"
-    """The CLARITI workbook: published question lists, rewrite-3 cases and SWE-bench fields (base_commit)."""
-    columns: dict[str, str] = Field(default_factory=lambda: dict(PUBLISHED_COLUMNS))
-    """Short names of the published sets -> workbook columns; a ``published`` method's ``column`` option may name
-    either."""
-
-
-class MeasuredEntry(BaseModel):
-    """A SWE-bench harness report for one exported file of a method."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    method: str
-    export: str
-    """The exported JSONL the agent ran on (e.g. ``data/eval/swe/bridge/grpo_policy.jsonl``)."""
-    report: str
-    """The harness report JSON for that run."""
-
-
-def _default_methods() -> list[SweMethodEntry]:
-    return [SweMethodEntry(name=n) for n in ("no_questions", "oracle_template", "ask_everything")]
-
-
-class SweEvalSettings(BaseModel):
-    """``params.yaml: evaluate.swe``."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    cases: str = "data/cases/swe/cases.jsonl"
-    case_source: Literal["cases", "workbook_rewrite3"] = "cases"
-    """``cases``: the JSONL written by construct@swe; ``workbook_rewrite3``: the CLARITI workbook's own rewrite-3
-    variants (the text its published question sets were written for)."""
-    case_ids: list[str] | None = None
-    split: EvalSplit = "heldout"
-    """The cases evaluated (construct@swe's split by issue; cases without one count as held out). A trained policy
-    is never scored on an issue its adapter was trained on: the stage stops instead."""
-    limit: int | None = Field(default=None, ge=1)
-    seed: int = 0
-    bootstrap: int = Field(default=2000, ge=10)
-    """Issue-level bootstrap resamples for the 95% intervals."""
-    batch_size: int = Field(default=64, ge=1)
-    """Cases per batched unit computation (one role call per role per batch)."""
-    weights: str = "data/shap/weights.json"
-    """Category weights (weighted recovery, task relevance, template order); CLARITI's published ones if absent."""
-    surrogate: str = "data/shap/model.txt"
-    """The shap stage's classifier; predicted resolution is left out (and said so) when absent."""
-    surrogate_controls: dict[str, str] = {}
-    """Fix control levels of the surrogate (e.g. ``{condition: interaction}``); others are averaged over."""
-    published: PublishedSettings = PublishedSettings()
-    measured: list[MeasuredEntry] = []
-    methods: list[SweMethodEntry] = Field(default_factory=_default_methods, min_length=1)
-    abstain: AbstainSettings = AbstainSettings()
-    """Abstain with warning (``tasks.evaluation.questions.abstain``): off unless a threshold is set."""
-
-    @model_validator(mode="after")
-    def _unique(self) -> SweEvalSettings:
-        names = [m.name for m in self.methods]
-        dupes = sorted({n for n in names if names.count(n) > 1})
-        if dupes:
-            raise ValueError(f"method names must be unique; repeated: {', '.join(dupes)}")
-        return self
-
-
-@dataclass
-class SweInputs:
-    """Everything ``evaluate_swe`` reads, validated by :func:`load_swe_inputs`."""
-
-    cases: list[Case]
-    weights: dict[str, float]
-    weights_source: str
-    surrogate: Any | None
-    surrogate_note: str
-    published: dict[str, dict[str, str]]
-    """Workbook column -> instance id -> numbered list."""
-    columns: dict[str, str]
-    """Method name -> its workbook column (published methods)."""
-    meta: dict[str, dict[str, str]]
-    measured: dict[str, Any]
-    """Method -> ``swe_bridge.Measured``."""
-    case_notes: dict[str, int] = field(default_factory=dict)
-    case_source: str = ""
-    trained: dict[str, dict[str, int]] = field(default_factory=dict)
-    """Trained policy method -> its training source ids and their overlap with the evaluated ones (always 0)."""
-
-
-def _path(root: Path, value: str) -> Path:
-    return Path(value) if Path(value).is_absolute() else root / value
-
-
-def _load_cases(root: Path, settings: SweEvalSettings) -> tuple[list[Case], dict[str, int], str]:
-    from tasks.store import read_jsonl
-
-    if settings.case_source == "workbook_rewrite3":
-        from tasks.domains.swe.workbook import rewrite3_cases
-
-        workbook = _path(root, settings.published.workbook)
-        cases, notes = rewrite3_cases(workbook)
-        source = f"CLARITI workbook rewrite 3 ({workbook.name})"
-    else:
-        path = _path(root, settings.cases)
-        if not path.is_file():
-            raise InputError(path, "file not found (run construct@swe first, or set evaluate.swe.cases)")
-        cases, notes = read_jsonl(path, Case), {}
-        source = settings.cases
-        for i, case in enumerate(cases, start=1):
-            if case.metadata.domain != "swe":
-                raise InputError(path, f"not a SWE case (domain {case.metadata.domain!r})", record=i,
-                                 field="metadata.domain")
-        seen: set[str] = set()
-        for i, case in enumerate(cases, start=1):
-            if case.case_id in seen:
-                raise InputError(path, f"duplicate case id {case.case_id!r}", record=i, field="metadata.case_id")
-            seen.add(case.case_id)
-        cases = sorted(cases, key=lambda c: c.case_id)
-    from tasks.splits import select
-
-    cases = select(cases, settings.split)
-    if settings.case_ids is not None:
-        known = {c.case_id for c in cases}
-        unknown = [cid for cid in settings.case_ids if cid not in known]
-        if unknown:
-            raise InputError(WHERE, f"unknown case id {unknown[0]!r} (in split {settings.split!r})",
-                             field=f"{SECTION}.case_ids")
-        wanted = set(settings.case_ids)
-        cases = [c for c in cases if c.case_id in wanted]
-    if settings.limit:
-        cases = cases[: settings.limit]
-    if not cases:
-        raise InputError(WHERE, f"no cases to evaluate in split {settings.split!r}", field=f"{SECTION}.cases")
-    return cases, notes, source
-
-
-def _load_weights(root: Path, settings: SweEvalSettings) -> tuple[dict[str, float], str]:
-    from tasks.rewards.weights import CLARITI_WEIGHTS, load_weights
-
-    path = _path(root, settings.weights)
-    if not path.is_file():
-        return dict(CLARITI_WEIGHTS), f"CLARITI published weights ({settings.weights} absent)"
-    weights = load_weights(path).weights
-    try:
-        origin = json.loads(path.read_text(encoding="utf-8")).get("source", "unknown source")
-    except (OSError, json.JSONDecodeError):
-        origin = "unknown source"
-    return dict(weights), f"shap stage weights {settings.weights} ({origin})"
-
-
-def load_swe_inputs(root: Path, settings: SweEvalSettings) -> SweInputs:
-    """Read and validate every input (cases, methods and their files, weights, surrogate, workbook, harness
-    reports); raises ``InputError(path, message, field=...)`` before any work is done."""
-    from tasks.domains.swe.workbook import instance_meta, published_lists
-    from tasks.evaluation.questions import methods as swe_methods
-    from tasks.evaluation.questions.bridge import merge_measured, read_harness
-    from tasks.evaluation.questions.surrogate import load_surrogate
-
-    root = Path(root)
-    cases, notes, source = _load_cases(root, settings)
-    weights, weights_source = _load_weights(root, settings)
-
-    workbook = _path(root, settings.published.workbook)
-    columns: dict[str, str] = {}
-    for i, entry in enumerate(settings.methods):
-        where = f"{SECTION}.methods.{i}"
-        try:
-            parsed = swe_methods.parse_options(entry.kind, entry.options)
-        except ValueError as err:
-            raise InputError(WHERE, str(err), field=where) from None
-        swe_methods.check_method_files(entry.kind, parsed, root, where)
-        if entry.kind == "published":
-            columns[entry.name] = settings.published.columns.get(parsed.column, parsed.column)
-    published = {col: published_lists(workbook, col) for col in sorted(set(columns.values()))}
-    meta = instance_meta(workbook) if workbook.is_file() else {}
-
-    surrogate, note = None, ""
-    model_path = _path(root, settings.surrogate)
-    if model_path.is_file():
-        surrogate = load_surrogate(model_path)
-        surrogate.check_fixed(settings.surrogate_controls, WHERE, f"{SECTION}.surrogate_controls")
-    else:
-        note = f"no surrogate: {settings.surrogate} not found (run the shap stage)"
-
-    names = {m.name for m in settings.methods}
-    parts = []
-    for i, entry in enumerate(settings.measured):
-        if entry.method not in names:
-            raise InputError(WHERE, f"unknown method {entry.method!r}", field=f"{SECTION}.measured.{i}.method")
-        part = read_harness(_path(root, entry.export), _path(root, entry.report))
-        if part.method != entry.method:
-            raise InputError(_path(root, entry.export), f"rows are of method {part.method!r}, not {entry.method!r}",
-                             field="clarifyflow_method")
-        parts.append(part)
-    return SweInputs(cases=cases, weights=weights, weights_source=weights_source, surrogate=surrogate,
-                     surrogate_note=note, published=published, columns=columns, meta=meta,
-                     measured=merge_measured(parts), case_notes=notes, case_source=source,
-                     trained=check_trained_policies(root, settings, cases))
-
-
-def check_trained_policies(root: Path, settings: SweEvalSettings, cases: Sequence[Case]) -> dict[str, dict]:
-    """Per policy method with an adapter: its training source ids and the overlap with ``cases`` (raises
-    ``InputError`` naming the adapter's record when any evaluated issue was trained on)."""
-    from tasks.evaluation.questions.methods import parse_options
-    from tasks.splits import check_no_overlap
-
-    evaluated = {c.metadata.source_id for c in cases}
-    trained = {}
-    for entry in settings.methods:
-        if entry.kind == "policy" and (adapter := parse_options(entry.kind, entry.options).adapter) is not None:
-            trained[entry.name] = check_no_overlap(entry.name, _path(Path(root), adapter), evaluated)
-    return trained
-
-
-# ---- running -------------------------------------------------------------------------------------------------
 
 
 def run_units(cases: Sequence[Case], settings: SweEvalSettings, roles: RolesParams, inputs: SweInputs, *,
@@ -391,26 +129,24 @@ EFFICIENCY_SCORE = "weighted_recovery"
 
 
 def efficiency(units: Sequence[Any], metrics: dict[str, Any]) -> dict[str, Any]:
-    """A method row's cost and efficiency figures: tokens, USD (litellm's price; 0 for local backends) and latency
-    summed over its units (``SweUnit.usage``), per case, and the score (``weighted_recovery``) per dollar (score /
-    cost per case; None at zero cost) and per question (score / questions per case; None without questions)."""
+    """A method row's cost and efficiency figures (``tasks.evaluation.cost_table.efficiency``, per case) from the
+    usage summed over its units (``SweUnit.usage``); the score is ``weighted_recovery`` and score / question divides
+    by ``questions_per_issue``."""
+    from tasks.evaluation.cost_table import efficiency as cost_figures
     from tasks.evaluation.questions.units import unit_usage
 
-    n = max(len(units), 1)
     usage = unit_usage(units)
-    per_case = usage["EstimatedCostUSD"] / n
     score = metrics.get(EFFICIENCY_SCORE)
-    per_question = metrics.get("questions_per_issue")
-    return {**usage, "Cases": len(units), "TokensPerCase": usage["TotalTokens"] / n, "CostPerCaseUSD": per_case,
-            "LatencyPerCaseSeconds": usage["LatencySeconds"] / n, "Score": score, "ScoreName": EFFICIENCY_SCORE,
-            "ScorePerDollar": score / per_case if score is not None and per_case > 0 else None,
-            "ScorePerQuestion": score / per_question if score is not None and per_question else None}
+    figures = cost_figures(tokens=usage["TotalTokens"], cost=usage["EstimatedCostUSD"],
+                           latency=usage["LatencySeconds"], n=max(len(units), 1), per="Case", score=score,
+                           questions=metrics.get("questions_per_issue"))
+    return {**usage, **figures, "Cases": len(units), "Score": score, "ScoreName": EFFICIENCY_SCORE}
 
 
 def summarise(cases: Sequence[Case], units_by_method: dict[str, list], settings: SweEvalSettings, roles: RolesParams,
               inputs: SweInputs, reward: RewardConfig) -> tuple[dict[str, Any], list[dict]]:
     """The summary (deterministic) and the per-case rows. The ranked methods are ``methods`` (in ``method_order``);
-    the reference methods (``swe_methods.REFERENCE``: the oracle template, the no-questions floor) are
+    the reference methods (``questions.methods.REFERENCE``: the oracle template, the no-questions floor) are
     ``reference_methods`` (in ``reference_order``), each with its ``reference`` (kind, what it reads)."""
     from tasks.evaluation.metrics import tidy
     from tasks.evaluation.questions.methods import reference_of
@@ -525,8 +261,9 @@ def evaluate_swe(cases: Sequence[Case], settings: SweEvalSettings, roles: RolesP
     ``cases``). ``methods``: name -> a prepared ``SweMethod`` (tests inject fake policies). The returned summary
     equals ``summary.json`` plus a ``run`` entry (units computed / reused, seconds) that is not written.
     """
-    from tasks.evaluation.questions import plots as swe_plots
+    from tasks.evaluation.questions import plots
     from tasks.evaluation.questions.bridge import export_clarified
+    from tasks.evaluation.questions.report import report_markdown
     from tasks.store import atomic_write_json, atomic_write_text
 
     root, out_dir = Path(root), Path(out_dir)
@@ -557,8 +294,8 @@ def evaluate_swe(cases: Sequence[Case], settings: SweEvalSettings, roles: RolesP
 
     inspect_log.write_swe_log(out_dir / inspect_log.SWE_LOG, rows, summary, {c.case_id: c.brief.content for c in cases})
     ordered = plotted_methods(summary)
-    swe_plots.category_plot(ordered, out_dir / "category_distribution.png")
-    swe_plots.recovery_plot(ordered, out_dir / "questions_vs_recovery.png")
+    plots.category_plot(ordered, out_dir / "category_distribution.png")
+    plots.recovery_plot(ordered, out_dir / "questions_vs_recovery.png")
     export_clarified([u for name in units for u in units[name]], {c.case_id: c for c in cases}, out_dir / "bridge",
                      inputs.meta)
     return {**summary, "run": {"computed": stats.computed, "reused": stats.reused,
@@ -567,138 +304,9 @@ def evaluate_swe(cases: Sequence[Case], settings: SweEvalSettings, roles: RolesP
 
 def plotted_methods(summary: dict[str, Any]) -> dict[str, dict[str, Any]]:
     """The summary's methods in report order, the reference methods after them as ``<name> (reference)``: what the
-    plots show (the PNGs and ``swe_plots.recovery_rows``)."""
+    plots show (the PNGs and ``questions.plots.recovery_rows``)."""
     ordered = {name: summary["methods"][name] for name in summary["method_order"]}
     return ordered | {f"{name} (reference)": summary["reference_methods"][name] for name in summary["reference_order"]}
-
-
-# ---- report and validation frames ------------------------------------------------------------------------------
-
-
-def _fmt(value: Any, ci: Any = None, pct: bool = False) -> str:
-    if value is None:
-        return "–"
-    scale, unit = (100.0, "%") if pct else (1.0, "")
-    text = f"{value * scale:.1f}{unit}" if pct else f"{value:.2f}"
-    if ci:
-        text += f" [{ci[0] * scale:.1f}, {ci[1] * scale:.1f}]" if pct else f" [{ci[0]:.2f}, {ci[1]:.2f}]"
-    return text
-
-
-SWE_HEADER = ("| method | kind | cases | questions / issue | redundancy | answerability | distinct intents "
-              "| hidden recall | full coverage | weighted recovery | staged reward | resolution |")
-REFERENCE_TITLE = "Reference rows (not ranked)"
-REFERENCE_NOTE = ("Reference rows read what a method may not (privileged: the hidden categories) or nothing at all "
-                  "(a bound): they bracket the methods above and are never ranked with them.")
-
-
-def _method_cells(name: str, m: dict[str, Any]) -> list[str]:
-    if not m.get("cases"):
-        return [name, m["kind"], "0", *["–"] * 9]
-    ci = m["CI95"]
-    res = m.get("resolution")
-    res_text = f"{_fmt(res['value'], res['CI95'], True)} ({res['kind']})" if res else "–"
-    return [name, m["kind"], str(m["cases"]), _fmt(m["questions_per_issue"], ci["questions_per_issue"]),
-            _fmt(m["redundancy_rate"], ci["redundancy_rate"], True),
-            _fmt(m["answerability_rate"], ci["answerability_rate"], True),
-            _fmt(m["distinct_intents"], ci["distinct_intents"], True),
-            _fmt(m["hidden_recall"], ci["hidden_recall"], True),
-            _fmt(m["full_coverage_rate"], ci["full_coverage_rate"], True),
-            _fmt(m["weighted_recovery"], ci["weighted_recovery"], True), _fmt(m["reward_mean"], ci["reward_mean"]),
-            res_text]
-
-
-EFFICIENCY_COLUMNS = ("TotalTokens", "EstimatedCostUSD", "CostPerCaseUSD", "LatencySeconds", "ScorePerDollar",
-                      "ScorePerQuestion")
-"""The cost and efficiency figures of ``summary_frame`` (checked by the ``swe_eval_summary`` suite)."""
-
-
-def efficiency_lines(every: dict[str, dict[str, Any]]) -> list[str]:
-    from tasks.evaluation.cost_table import SWE_HEADER as EFFICIENCY_HEADER
-    from tasks.evaluation.cost_table import SWE_NOTE as EFFICIENCY_NOTE
-    from tasks.evaluation.cost_table import swe_cost_rows
-
-    rows = swe_cost_rows(every)
-    if not rows:
-        return []
-    return ["", "Cost and efficiency:", "", _line(EFFICIENCY_HEADER), "|---" * len(EFFICIENCY_HEADER) + "|",
-            *[_line(r) for r in rows], "", EFFICIENCY_NOTE]
-
-
-def _line(cells: list[str]) -> str:
-    return "| " + " | ".join(cells) + " |"
-
-
-def report_markdown(summary: dict[str, Any]) -> str:
-    """The report section for evaluate@swe (markdown, no images): the ranked methods' table, then the reference
-    rows apart (each with what it reads)."""
-    from tasks.evaluation.questions.metrics import LABELS
-    from tasks.evaluation.questions.plots import NAMES
-
-    order = summary["method_order"]
-    methods = summary["methods"]
-    reference = summary["reference_methods"]
-    lines = ["## SWE clarification (evaluate@swe)", "",
-             (f"{summary['cases']} cases from {summary['issues']} issues ({summary['case_source']}, split "
-              f"{summary['split']['evaluated']}). Values are means with 95% percentile-bootstrap intervals over "
-              "issues."), "",
-             SWE_HEADER, "|---" * SWE_HEADER.count(" | ") + "|---|"]
-    lines += [_line(_method_cells(name, methods[name])) for name in order]
-    if summary["reference_order"]:
-        header = SWE_HEADER.replace("| kind |", "| kind | reference | reads |")
-        lines += ["", f"### {REFERENCE_TITLE}", "", REFERENCE_NOTE, "", header, "|---" * header.count(" | ") + "|---|"]
-        for name in summary["reference_order"]:
-            cells = _method_cells(name, reference[name])
-            lines.append(_line([*cells[:2], reference[name]["reference"]["kind"],
-                                reference[name]["reference"]["reads"], *cells[2:]]))
-    # the per-method detail tables list every row; a reference row is labelled as such
-    every = {**{name: methods[name] for name in order},
-             **{f"{name} (reference)": reference[name] for name in summary["reference_order"]}}
-    lines += ["", "Question categories (share of each method's questions):", "",
-              "| method | " + " | ".join(NAMES[label] for label in LABELS) + " |",
-              "|---|" + "---|" * len(LABELS)]
-    for name, m in every.items():
-        shares = m.get("category_share")
-        if shares and m.get("questions"):
-            lines.append(f"| {name} | " + " | ".join(_fmt(shares.get(label), pct=True) for label in LABELS) + " |")
-    stages = [k for k in next((m for m in every.values() if m.get("cases")), {}) if k.startswith("reward_")
-              and k.endswith("_mean") and k != "reward_mean"]
-    if stages:
-        lines += ["", "Staged reward by stage (mean over cases):", "",
-                  "| method | " + " | ".join(s[len("reward_"):-len("_mean")] for s in stages) + " |",
-                  "|---|" + "---|" * len(stages)]
-        for name, m in every.items():
-            if m.get("cases"):
-                lines.append(f"| {name} | " + " | ".join(_fmt(m[s]) for s in stages) + " |")
-    lines += efficiency_lines(every)
-    trained = [f"{n} trained on {methods[n]['trained_on_source_ids']} issues (overlap with the evaluated ones: "
-               f"{methods[n]['training_overlap']})" for n in order if "trained_on_source_ids" in methods[n]]
-    notes = [f"- Split: {_split_line(summary['split'])}" + (f"; {'; '.join(trained)}." if trained else "."),
-             f"- Category weights: {summary['weights']['source']}.",
-             f"- Resolution: {summary['surrogate'].get('label')}" + (
-                 f" (model trained on {summary['surrogate']['trained_on']}; reference: incomplete issue "
-                 f"{_fmt(summary['surrogate']['reference'].get('incomplete_issue'), pct=True)}, full issue "
-                 f"{_fmt(summary['surrogate']['reference'].get('full_issue'), pct=True)})."
-                 if summary["surrogate"].get("reference") else "."),
-             ("- A hidden category is recovered when a question classified into it was answered by the simulated "
-              "user.")]
-    for name, m in every.items():
-        if m.get("measured_resolution"):
-            notes.append(f"- {name}: measured resolution from {m['measured_resolution']['source']}.")
-    for name, m in every.items():
-        if m.get("skipped_cases"):
-            reasons = ", ".join(f"{k}: {v}" for k, v in m["skipped"].items())
-            notes.append(f"- {name}: {m['skipped_cases']} cases skipped ({reasons}).")
-    if summary.get("published_note"):
-        notes.append(f"- Published sets: {summary['published_note']}.")
-    backends = "; ".join(f"{name}: {d.get('model') or d.get('implementation')} ({d['backend']})"
-                         for name, d in summary["roles"].items())
-    notes.append(f"- Roles: {backends}.")
-    if summary.get("abstention"):
-        from tasks.evaluation.questions.abstain import abstention_lines
-
-        lines += ["", *abstention_lines(summary["abstention"])]
-    return "\n".join(lines + ["", *notes]) + "\n"
 
 
 def split_metrics(summary: dict[str, Any], inputs: SweInputs, settings: SweEvalSettings) -> dict[str, Any]:
@@ -707,59 +315,3 @@ def split_metrics(summary: dict[str, Any], inputs: SweInputs, settings: SweEvalS
     policies = {name: {"split": settings.split, "cases": summary["cases"], "source_ids": summary["issues"], **row}
                 for name, row in inputs.trained.items()}
     return {"evaluated": settings.split, "cases": cases, "policies": policies}
-
-
-def _split_line(split: dict[str, Any]) -> str:
-    counts = ", ".join(f"{v['cases']} {k} cases from {v['source_ids']} issues" for k, v in split.items()
-                       if isinstance(v, dict) and v["cases"])
-    return f"{split['evaluated']} evaluated ({counts or 'no cases'})"
-
-
-def summary_frame(summary: dict[str, Any]):
-    """One row per method, ranked and reference alike, for the ``swe_eval_summary`` suite: metrics and each CI's
-    bounds."""
-    import pandas as pd
-
-    from tasks.evaluation.questions.metrics import ISSUE_METRICS, QUESTION_METRICS
-
-    names = (*ISSUE_METRICS, *QUESTION_METRICS)
-    every = {**summary["methods"], **summary["reference_methods"]}
-    rows = []
-    for key in [*summary["method_order"], *summary["reference_order"]]:
-        m = every[key]
-        row: dict[str, Any] = {"key": key, "cases": m.get("cases", 0), "skipped_cases": m.get("skipped_cases", 0)}
-        for name in names:
-            row[name] = m.get(name)
-            bounds = (m.get("CI95") or {}).get(name)
-            row[f"{name}_low"], row[f"{name}_high"] = bounds if bounds else (None, None)
-        shares = [v for v in (m.get("category_share") or {}).values() if v is not None]
-        row["category_share_sum"] = sum(shares) if shares else None
-        eff = m.get("efficiency") or {}
-        for name in EFFICIENCY_COLUMNS:
-            row[name] = eff.get(name)
-        rows.append(row)
-    frame = pd.DataFrame(rows)
-    return frame.astype({c: "float64" for c in frame.columns if c not in ("key", "cases", "skipped_cases")})
-
-
-def rows_frame(rows_or_dir: Sequence[dict] | Path):
-    """One row per (method, case) for the ``swe_eval_rows`` suite (from the rows or the output folder)."""
-    import pandas as pd
-
-    from tasks.evaluation.questions.metrics import LABELS
-
-    if isinstance(rows_or_dir, Path | str):
-        text = (Path(rows_or_dir) / "rows.jsonl").read_text(encoding="utf-8")
-        rows = [json.loads(line) for line in text.splitlines() if line.strip()]
-    else:
-        rows = list(rows_or_dir)
-    frame = pd.DataFrame([{
-        "key": r["key"], "method": r["method"], "case_id": r["case_id"], "skipped": r["skipped"] is not None,
-        "n_questions": r["n_questions"], "recall": r["recall"], "weighted_recovery": r["weighted_recovery"],
-        "predicted_resolution": r["predicted_resolution"],
-        "recovered_within_hidden": set(r["recovered"]) <= set(r["hidden"]),
-        "labels_known": all(q["label"] is None or q["label"] in LABELS for q in r["questions"]),
-        "n_hidden": len(r["hidden"]),
-    } for r in rows], columns=["key", "method", "case_id", "skipped", "n_questions", "recall", "weighted_recovery",
-                               "predicted_resolution", "recovered_within_hidden", "labels_known", "n_hidden"])
-    return frame.astype(dict.fromkeys(("recall", "weighted_recovery", "predicted_resolution"), "float64"))

@@ -73,7 +73,7 @@ class SweUnit(BaseModel):
     reward: RewardRecord | None = None
     role_failures: dict[str, int] = {}
     information_insufficient: bool = False
-    """The questioner abstained (``swe_abstain``): it asked nothing and flags the task."""
+    """The questioner abstained (``questions.abstain``): it asked nothing and flags the task."""
     usage: dict[str, RoleUsage] = {}
     """Per role: requests, provider calls, cache hits, tokens, USD (litellm's price; 0 for local backends) and
     latency of the calls made while computing this unit (the method's generation and the unit roles). Role calls are
