@@ -44,7 +44,7 @@ def surrogate_path() -> tuple[Path | None, str]:
         return None, "none (no data/shap/model.txt or runs.csv)"
     import pandas as pd
 
-    from tasks.evaluation.swe_surrogate import save_surrogate
+    from tasks.evaluation.questions.surrogate import save_surrogate
     from tasks.infovalue.model import fit_classifier
     from tasks.params import load_params
 
@@ -68,7 +68,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     from tasks.domains.swe.workbook import PUBLISHED_COLUMNS, published_lists
-    from tasks.evaluation.swe import SweEvalSettings, evaluate_swe, load_swe_inputs
+    from tasks.evaluation.questions import SweEvalSettings, evaluate_swe, load_swe_inputs
     from tasks.params import load_params
     from tasks.rewards.parse import parse_questions
 

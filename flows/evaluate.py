@@ -100,7 +100,7 @@ def prepare(domain: str, params: str = "params.yaml"):
 
 def prepare_questions(root, params_path, cfg, domain: str):
     """``questions``: the SWE-style settings and inputs (cases, weights, surrogate, workbook)."""
-    from tasks.evaluation.swe import SweEvalSettings, load_swe_inputs
+    from tasks.evaluation.questions import SweEvalSettings, load_swe_inputs
     from tasks.params import section
 
     settings = section(params_path, SweEvalSettings, cfg.evaluate[domain], f"evaluate.{domain}")
@@ -127,7 +127,7 @@ def prepare_episodes(root, params_path, cfg, domain: str):
             raise InputError(params_path, f"method {entry.name!r} does not run under {', '.join(bad)} (supports "
                              f"{', '.join(method.protocols)})", field=f"evaluate.{domain}.methods.{i}.protocols")
     cases_path = (root / settings.cases).resolve()
-    cases = load_cases(cases_path, case_ids=settings.case_ids, limit=settings.limit)
+    cases = load_cases(cases_path, case_ids=settings.case_ids, limit=settings.limit, section=f"evaluate.{domain}")
     other = next((c for c in cases if c.metadata.domain != domain), None)
     if other is not None:  # every episode plays in this evaluation's domain, so its cases must be of it
         raise InputError(cases_path, f"case of domain {other.metadata.domain!r} in evaluate.{domain}",
@@ -229,7 +229,7 @@ def check_ladder(summary: dict, settings, *, artifact: str) -> list[str]:
 
 def evaluate_questions(domain: str, params: str, out: str | None, runner: str | None, started: float) -> dict:
     """Question sets per method on the cases, answered by the simulated user, scored (CLARITI §7; evaluate@swe)."""
-    from tasks.evaluation import swe
+    from tasks.evaluation import questions
     from tasks.stage_metrics import publish_with_metrics
     from tasks.store import staged_dir
     from tasks.validation import gate
@@ -240,17 +240,17 @@ def evaluate_questions(domain: str, params: str, out: str | None, runner: str | 
     out_dir = output_dir(root, domain, out)
     results_dir = root / ".cache" / "gx" / "results"
     with staged_dir(out_dir) as staging:
-        summary = swe.evaluate_swe(inputs.cases, settings, cfg.roles, staging, root=root, inputs=inputs,
-                                   reward=cfg.reward, progress=_progress_bar())
+        summary = questions.evaluate_swe(inputs.cases, settings, cfg.roles, staging, root=root, inputs=inputs,
+                                         reward=cfg.reward, progress=_progress_bar())
         run = summary.pop("run", {})
-        gate("swe_eval_summary", swe.summary_frame(summary), artifact=f"{out_dir.relative_to(root)}/summary.json",
-             results_dir=results_dir)
-        gate("swe_eval_rows", swe.rows_frame(staging), artifact=f"{out_dir.relative_to(root)}/rows.jsonl",
+        gate("swe_eval_summary", questions.summary_frame(summary),
+             artifact=f"{out_dir.relative_to(root)}/summary.json", results_dir=results_dir)
+        gate("swe_eval_rows", questions.rows_frame(staging), artifact=f"{out_dir.relative_to(root)}/rows.jsonl",
              results_dir=results_dir)
         gate_bridge(staging / "bridge", artifact=f"{out_dir.relative_to(root)}/bridge", results_dir=results_dir)
         report = (staging / "report.md").read_text(encoding="utf-8")
         metrics = {"backend": backend_line(cfg.roles, SWE_ROLES), "cases": len(inputs.cases),
-                   "split": swe.split_metrics(summary, inputs, settings),
+                   "split": questions.split_metrics(summary, inputs, settings),
                    **metric_rows(summary["methods"], summary["reference_methods"], _swe_headline)}
         if "abstention" in summary:
             metrics["abstention"] = summary["abstention"]["methods"]
@@ -258,10 +258,9 @@ def evaluate_questions(domain: str, params: str, out: str | None, runner: str | 
         publish_with_metrics(staging, out_dir, root, f"evaluate/{domain}", metrics)
     from tasks.evaluation.plots import plot_data_path
     from tasks.evaluation.report import publish_report
-    from tasks.evaluation.swe_plots import recovery_rows
     from tasks.store import atomic_write_json
 
-    atomic_write_json(plot_data_path(root, domain), recovery_rows(swe.plotted_methods(summary)))
+    atomic_write_json(plot_data_path(root, domain), questions.recovery_rows(questions.plotted_methods(summary)))
 
     publish_report(report, key=f"evaluate-{domain}")
     return {"domain": domain, "episodes": len(inputs.cases) * len(settings.methods),

@@ -298,7 +298,7 @@ CORPUS: dict[str, Bad] = {
                                                                  [{"name": "telepathy", "protocols": ["open"]}]),
                                       ("params.yaml", "field 'evaluate.optimization.methods.0'")),
     "params_eval_unknown_case_id": Bad("evaluate", E_OPT, set_key("evaluate.optimization.case_ids", ["nope"]),
-                                       ("cases.jsonl", "field 'evaluate.case_ids'")),
+                                       ("cases.jsonl", "field 'evaluate.optimization.case_ids'")),
     # ---- unsafe ids that become file names -----------------------------------------------------------------------
     "unsafe_method_dotdot": Bad("evaluate", E_OPT, set_key("evaluate.optimization.methods",
                                                            [{"name": "../up", "method": "freeqa",

@@ -13,7 +13,7 @@ from pathlib import Path
 import yaml
 
 from tasks.evaluation import plots as eval_plots
-from tasks.evaluation import swe_plots
+from tasks.evaluation.questions import plots as question_plots
 from tasks.training import artifacts
 from tasks.training.heldout import CURVE_FILE, HeldoutCurve, HeldoutPoint
 from tests.conftest import ROOT, dvc, run
@@ -103,7 +103,7 @@ def test_evaluation_records_one_series_per_curve_and_per_swe_method(tmp_path):
     assert {r["series"] for r in rows} == {"open::freeqa", "mc_d::mc_d"}
     assert rows[2] == {"series": "open::freeqa", "questions": 2, "recovery": 1.0, "low": 0.5, "high": 1.0, "core": 1.0}
     assert all(r["core"] is None for r in rows if r["series"] == "mc_d::mc_d")
-    swe = swe_plots.recovery_rows(swe_methods())
+    swe = question_plots.recovery_rows(swe_methods())
     assert [r["series"] for r in swe] == ["ask_everything", "no_questions"]  # sorted; no_answers has no values
     assert swe[0] == {"series": "ask_everything", "questions": 6.0, "recovery": 0.7, "questions_low": 5.0,
                       "questions_high": 7.0, "recovery_low": 0.6, "recovery_high": 0.8}
@@ -182,7 +182,7 @@ def write_fixtures(repo: Path, domains: list[str], scale: float) -> None:
         artifacts.write_plot_data(fixtures / name / "data" / "plots" / name, source, reward_names=reward_names)
     shutil.rmtree(repo / "scratch")
     for domain in domains:
-        rows = (swe_plots.recovery_rows(swe_methods(scale)) if domain == "swe"
+        rows = (question_plots.recovery_rows(swe_methods(scale)) if domain == "swe"
                 else eval_plots.recovery_rows(recovery_curves(scale)))
         path = eval_plots.plot_data_path(fixtures / f"evaluate-{domain}", domain)
         path.parent.mkdir(parents=True, exist_ok=True)

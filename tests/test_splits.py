@@ -75,7 +75,7 @@ def test_default_swe_split_holds_out_enough_issues_and_never_trains_on_them(swe,
     assert train_ids and not train_ids & heldout_ids
 
     # evaluate@swe with the default params: held-out cases only, enough of them, no overlap with the adapters' ids
-    from tasks.evaluation.swe import SweEvalSettings, load_swe_inputs
+    from tasks.evaluation.questions import SweEvalSettings, load_swe_inputs
 
     root = project_with_adapters(tmp_path, cases, [r for r in rows if r.split == "train"])
     settings = section(ROOT / "params.yaml", SweEvalSettings, PARAMS["evaluate"]["swe"], "evaluate.swe")
@@ -104,7 +104,7 @@ def project_with_adapters(tmp_path: Path, cases, train_rows, planted: str | None
 
 
 def test_evaluate_swe_refuses_a_policy_trained_on_an_evaluated_issue(swe, tmp_path):
-    from tasks.evaluation.swe import SweEvalSettings, load_swe_inputs
+    from tasks.evaluation.questions import SweEvalSettings, load_swe_inputs
 
     cases, _ = swe
     rows, _ = build_rows(cases, CLARITI_WEIGHTS, RoleConfig())
@@ -124,7 +124,7 @@ def test_evaluate_swe_refuses_a_policy_trained_on_an_evaluated_issue(swe, tmp_pa
 
 
 def test_an_adapter_without_a_training_record_is_refused(swe, tmp_path):
-    from tasks.evaluation.swe import SweEvalSettings, load_swe_inputs
+    from tasks.evaluation.questions import SweEvalSettings, load_swe_inputs
 
     cases, _ = swe
     rows, _ = build_rows(cases, CLARITI_WEIGHTS, RoleConfig())
@@ -228,8 +228,8 @@ def test_every_construct_section_has_split_keys_with_comments():
 
 
 def test_swe_summary_report_and_stage_metrics_state_the_split(swe, tmp_path):
-    from tasks.evaluation.swe import SweEvalSettings, evaluate_swe, load_swe_inputs, split_metrics
-    from tasks.evaluation.swe_methods import PolicyQuestioner, QuestionContext, QuestionPolicyOptions
+    from tasks.evaluation.questions import SweEvalSettings, evaluate_swe, load_swe_inputs, split_metrics
+    from tasks.evaluation.questions.methods import PolicyQuestioner, QuestionContext, QuestionPolicyOptions
     from tasks.reporting.sections import split_line
     from tasks.roles.config import RolesParams
     from tests.test_swe_eval import FakePolicy

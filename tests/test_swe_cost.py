@@ -9,8 +9,8 @@ import time
 
 import pytest
 
-from tasks.evaluation.swe import evaluate_swe, load_swe_inputs, report_markdown
-from tasks.evaluation.swe_units import UNIT_ROLES, share_usage, usage_delta
+from tasks.evaluation.questions import evaluate_swe, load_swe_inputs, report_markdown
+from tasks.evaluation.questions.units import UNIT_ROLES, share_usage, usage_delta
 from tasks.roles.config import RoleConfig, RolesParams
 from tests.test_swe_eval import project
 
@@ -18,8 +18,8 @@ METHODS = [{"name": "no_questions"}, {"name": "ask_everything"}]
 
 
 def _units(root):
-    from tasks.evaluation.swe import UNIT_STORE
-    from tasks.evaluation.swe_units import SweUnit
+    from tasks.evaluation.questions import UNIT_STORE
+    from tasks.evaluation.questions.units import SweUnit
 
     return [SweUnit.model_validate_json(p.read_text()) for p in (root / UNIT_STORE).rglob("*.json")]
 
@@ -132,8 +132,8 @@ def test_llm_roles_record_tokens_per_unit_and_the_rows_sum_them(tmp_path):
 
 def test_score_per_dollar_is_score_over_cost_per_case():
     from tasks.episodes.records import RoleUsage
-    from tasks.evaluation.swe import efficiency
-    from tasks.evaluation.swe_units import SweUnit
+    from tasks.evaluation.questions.run import efficiency
+    from tasks.evaluation.questions.units import SweUnit
 
     units = [SweUnit(key=str(k), method="m", case_id=str(k), source_id="s",
                      usage={"swe_user": RoleUsage(prompt_tokens=10, completion_tokens=2, cost_usd=0.01, latency_s=1)})

@@ -14,17 +14,16 @@ import pytest
 
 from tasks.categories import Category
 from tasks.errors import InputError
-from tasks.evaluation import swe_bridge
-from tasks.evaluation.swe import SweEvalSettings, evaluate_swe, load_swe_inputs, rows_frame, summary_frame
-from tasks.evaluation.swe_methods import (
+from tasks.evaluation.questions import SweEvalSettings, bridge, evaluate_swe, load_swe_inputs, rows_frame, summary_frame
+from tasks.evaluation.questions.methods import (
     PolicyQuestioner,
     QuestionContext,
     QuestionPolicyOptions,
     build_method,
 )
-from tasks.evaluation.swe_metrics import IssueBootstrap, method_metrics, outcome, presence_after
-from tasks.evaluation.swe_surrogate import LABEL, load_surrogate, save_surrogate
-from tasks.evaluation.swe_units import QuestionRecord, SweUnit, compute_units
+from tasks.evaluation.questions.metrics import IssueBootstrap, method_metrics, outcome, presence_after
+from tasks.evaluation.questions.surrogate import LABEL, load_surrogate, save_surrogate
+from tasks.evaluation.questions.units import QuestionRecord, SweUnit, compute_units
 from tasks.records import Brief, Case, CaseMetadata, HiddenSlot, Unit
 from tasks.rewards.config import RewardConfig
 from tasks.rewards.weights import CLARITI_WEIGHTS
@@ -474,26 +473,26 @@ def test_bridge_round_trip_and_harness_results_replace_the_surrogate(tmp_path):
     assert set(manifest["methods"]["listed"]) == {"listed__r1.jsonl", "listed__r2.jsonl"}  # gizmo skipped
     one_each = [SweUnit(key="k", method="m", case_id=c.case_id, source_id=c.metadata.source_id)
                 for c in cases() if c.hidden_categories in ([E, X, V], [I])]
-    assert set(swe_bridge.export_clarified(one_each, {c.case_id: c for c in cases()}, tmp_path / "single")
+    assert set(bridge.export_clarified(one_each, {c.case_id: c for c in cases()}, tmp_path / "single")
                ["methods"]["m"]) == {"m.jsonl"}  # one variant per issue: one file
     units = {json.loads(line)["case_id"]: json.loads(line) for line in (out / "rows.jsonl").read_text().splitlines()
              if json.loads(line)["method"] == "oracle_template"}
     by_id = {c.case_id: c for c in cases()}
     exported = []
     for name in sorted(manifest["methods"]["oracle_template"]):
-        rows = swe_bridge.read_export(out / "bridge" / name)
+        rows = bridge.read_export(out / "bridge" / name)
         assert len({r.instance_id for r in rows}) == len(rows) == 2  # unique instances per file
         for row in rows:
             case = by_id[row.clarifyflow_case_id]
-            brief, qa = swe_bridge.split_clarified(row.problem_statement)
+            brief, qa = bridge.split_clarified(row.problem_statement)
             assert brief == case.brief.content.rstrip()
             assert qa == [(x["question"], x["answer"]) for x in units[case.case_id]["questions"]]
             assert row.instance_id == case.metadata.source_id and row.clarifyflow_method == "oracle_template"
             assert row.hints_text == case.hints and row.repo == case.extra["repo"]
             assert (row.base_commit == "abc1234") == row.instance_id.startswith("toylib")
         exported += [(name, r) for r in rows]
-    none_row = swe_bridge.read_export(out / "bridge" / "no_questions__r1.jsonl")[0]
-    assert swe_bridge.BEGIN not in none_row.problem_statement
+    none_row = bridge.read_export(out / "bridge" / "no_questions__r1.jsonl")[0]
+    assert bridge.BEGIN not in none_row.problem_statement
 
     # round 1 resolves the toylib instance; round 2 resolves nothing and has the gizmo instance not submitted
     (tmp_path / "r1.json").write_text(json.dumps({"resolved_ids": ["toylib__toylib-101"],

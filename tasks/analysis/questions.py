@@ -25,13 +25,15 @@ from tasks.errors import InputError
 
 EVAL_SOURCE = "evaluate@swe"
 ABSTAIN_SUFFIX = "+abstain"
-"""evaluate@swe's abstaining variants (``tasks.evaluation.swe_abstain.SUFFIX``): a subset of their method's lists."""
+"""evaluate@swe's abstaining variants (``tasks.evaluation.questions.abstain.SUFFIX``): a subset of their method's
+lists."""
 WORKBOOK_SOURCE = "clariti_workbook"
 Source = Literal["evaluate@swe", "clariti_workbook"]
 
 
 class EvalQuestion(BaseModel):
-    """The fields of one ``rows.jsonl`` question the analysis reads (``swe_units.QuestionRecord``)."""
+    """The fields of one ``rows.jsonl`` question the analysis reads
+    (``tasks.evaluation.questions.units.QuestionRecord``)."""
 
     model_config = ConfigDict(extra="ignore")
 

@@ -1,7 +1,7 @@
 """OR-Clarify evaluation: the judge, the metrics, the recovery plot and the report (or-clarify.md §3, §4, §9).
 
 The names below load their module on first use (PEP 562), so importing the package runs none of its modules. The
-SWE question-set evaluation (``tasks.evaluation.swe``) is imported from its module."""
+question kind (the SWE question-set evaluation) is its subpackage, ``tasks.evaluation.questions``."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from tasks.lazy_exports import lazy_exports
 
 _HOME = {
     "play": "evaluate", "write_outputs": "evaluate",
+    "read_cases": "cases", "select_cases": "cases",
     "CI_METRICS": "metrics", "COST_METRICS": "metrics", "RATE_METRICS": "metrics",
     "plot_data_path": "plots", "recovery_rows": "plots",
     "publish_report": "report",
@@ -31,12 +32,15 @@ __all__ = [
     "play",
     "plot_data_path",
     "publish_report",
+    "read_cases",
     "recovery_rows",
+    "select_cases",
     "violations",
     "write_outputs",
 ]
 
 if TYPE_CHECKING:
+    from tasks.evaluation.cases import read_cases, select_cases
     from tasks.evaluation.evaluate import play, write_outputs
     from tasks.evaluation.metrics import CI_METRICS, COST_METRICS, RATE_METRICS
     from tasks.evaluation.plots import plot_data_path, recovery_rows

@@ -1,8 +1,9 @@
-"""The cost and efficiency table of an episode evaluation: one row per ``protocol::method`` with its tokens, USD,
-latency, score per dollar and per question (the figures ``tasks.evaluation.metrics.efficiency`` adds to each summary
-row); and the SWE question evaluation's (``SWE_*``, ``swe_cost_rows``: one row per method from its ``efficiency``
-block, ``tasks.evaluation.swe.efficiency``). One definition for the evaluations' ``report.md`` and the pipeline report
-(``tasks/reporting``); plain Python, no heavy imports.
+"""Cost and efficiency, for both kinds of evaluation: a row's figures (:func:`efficiency`: tokens, USD, latency, score
+per dollar and per question, over its runs or cases) and their table, one row per ``protocol::method`` of an episode
+evaluation (``tasks.evaluation.metrics``) or per method of the SWE question evaluation (``SWE_*``,
+``swe_cost_rows``: from each method's ``efficiency`` block, ``tasks.evaluation.questions.run.efficiency``). One
+definition for the evaluations' ``report.md`` and the pipeline report (``tasks/reporting``); plain Python, no heavy
+imports.
 """
 
 from __future__ import annotations
@@ -20,6 +21,25 @@ NOTE = ("Tokens, cost and latency of the methods' own role calls (the judge's ar
 FIELDS = (("RunCount", 0), ("TotalTokens", 0), ("TokensPerRun", 0), ("EstimatedCostUSD", 4), ("CostPerRunUSD", 5),
           ("LatencySeconds", 2), ("LatencyPerRunSeconds", 3), ("WeightedSlotScore_macro", 3), ("ScorePerDollar", 1),
           ("ScorePerQuestion", 3))
+
+
+def efficiency(*, tokens: int, cost: float, latency: float, n: int, per: str, score: float | None,
+               questions: float | None) -> dict[str, Any]:
+    """A row's figures over its ``n`` units (``per``: ``Run`` or ``Case``, in the names): ``tokens``, ``cost``
+    (USD: litellm's price, 0 for local backends) and ``latency`` (seconds) in total and per unit; ``ScorePerDollar``:
+    ``score`` / cost per unit (None at zero cost); ``ScorePerQuestion``: ``score`` / ``questions`` (questions per
+    unit; None when there are none)."""
+    per_unit = cost / n
+    return {"TotalTokens": tokens, f"TokensPer{per}": tokens / n, "EstimatedCostUSD": cost,
+            f"CostPer{per}USD": per_unit, "LatencySeconds": latency, f"LatencyPer{per}Seconds": latency / n,
+            "ScorePerDollar": score / per_unit if score is not None and per_unit > 0 else None,
+            "ScorePerQuestion": score / questions if score is not None and questions else None}
+
+
+def markdown_table(header: list[str], rows: list[list[str]]) -> list[str]:
+    """A Markdown table's lines (the evaluations' ``report.md`` tables)."""
+    return ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|",
+            *["| " + " | ".join(r) + " |" for r in rows]]
 
 
 def _cell(value: Any, digits: int) -> str:
@@ -52,11 +72,10 @@ def cost_markdown(summary: Mapping[str, Any]) -> list[str]:
     rows = cost_rows(summary)
     if not rows:
         return []
-    lines = [f"## {TITLE}", "", "| " + " | ".join(HEADER) + " |", "|" + "|".join("---" for _ in HEADER) + "|"]
-    return lines + ["| " + " | ".join(r) + " |" for r in rows] + ["", NOTE, ""]
+    return [f"## {TITLE}", "", *markdown_table(HEADER, rows), "", NOTE, ""]
 
 
-# ---- the SWE question evaluation (``tasks.evaluation.swe.efficiency``: one ``efficiency`` block per method row) ----
+# ---- the SWE question evaluation (``questions.run.efficiency``: one ``efficiency`` block per method row) ----------
 
 SWE_HEADER = ["method", "cases", "tokens", "tokens/case", "est. cost (USD)", "cost/case (USD)", "latency (s)",
               "latency/case (s)", "weighted recovery", "score / $", "score / question"]
@@ -82,3 +101,12 @@ def swe_summary_cost_rows(summary: Mapping[str, Any]) -> list[list[str]]:
     every = {**{n: methods[n] for n in summary.get("method_order") or [] if n in methods},
              **{f"{n} (reference)": reference[n] for n in summary.get("reference_order") or [] if n in reference}}
     return swe_cost_rows(every)
+
+
+def swe_cost_lines(every: Mapping[str, Any]) -> list[str]:
+    """The SWE table as Markdown lines under a ``Cost and efficiency:`` line (the question report's sections are
+    plain lines), led by a blank line; no lines without ``efficiency`` blocks."""
+    rows = swe_cost_rows(every)
+    if not rows:
+        return []
+    return ["", f"{TITLE}:", "", *markdown_table(SWE_HEADER, rows), "", SWE_NOTE]

@@ -46,6 +46,7 @@ from typing import Any
 import numpy as np
 
 from tasks.episodes.records import HIT_VALUE, PROTOCOLS, SEVERITY_WEIGHT, Episode, JudgeResult
+from tasks.evaluation.cost_table import efficiency
 from tasks.evaluation.judge import turn_of
 from tasks.records import MethodReference
 
@@ -201,11 +202,9 @@ def _group_metrics(runs: list[tuple[Episode, JudgeResult]], *, n_resamples: int,
         "ProviderCallsPerRun": sum(u.calls for u in usage) / n,
         "PromptTokens": sum(u.prompt_tokens for u in usage),
         "CompletionTokens": sum(u.completion_tokens for u in usage),
-        "TokensPerRun": tokens / n,
-        "EstimatedCostUSD": cost,
-        "CostPerRunUSD": cost / n,
-        **efficiency(usage, n=n, score=float(np.mean([j.weighted_slot_score for j in judged])),
-                     questions=sum(e.atomic_questions for e in eps)),
+        **efficiency(tokens=tokens, cost=cost, latency=float(sum(u.latency_s for u in usage)), n=n, per="Run",
+                     score=float(np.mean([j.weighted_slot_score for j in judged])),
+                     questions=sum(e.atomic_questions for e in eps) / n),
         "JudgeFailures": sum(j.judge_failed for j in judged),
         "JudgeFailureRate": sum(j.judge_failed for j in judged) / n,
     }
@@ -225,18 +224,6 @@ def _group_metrics(runs: list[tuple[Episode, JudgeResult]], *, n_resamples: int,
         ci[name] = bootstrap_ci(means, m[name], n_resamples=n_resamples, seed=seed + i)
     m["CI95"] = ci
     return m
-
-
-def efficiency(usage: Sequence[Any], *, n: int, score: float, questions: int) -> dict[str, float | int | None]:
-    """A row's cost and efficiency figures (module docstring) from its episodes' role usage records."""
-    cost_per_run = sum(u.cost_usd for u in usage) / n
-    return {
-        "TotalTokens": sum(u.prompt_tokens + u.completion_tokens for u in usage),
-        "LatencySeconds": float(sum(u.latency_s for u in usage)),
-        "LatencyPerRunSeconds": float(sum(u.latency_s for u in usage)) / n,
-        "ScorePerDollar": score / cost_per_run if cost_per_run > 0 else None,
-        "ScorePerQuestion": score / (questions / n) if questions else None,
-    }
 
 
 def summarise(episodes: Sequence[Episode], judgements: Sequence[JudgeResult],

@@ -3,7 +3,7 @@
 One row of panels per protocol (Open above the choice protocols), All-Slot Exact on the left and Core Exact on the
 right, one line per method with its 95% case-level bootstrap band. Compare methods only within a protocol. The same
 curves go to ``data/plots/evaluate/<domain>/recovery.json`` as flat records for ``dvc plots``
-(:func:`recovery_rows`; the SWE evaluation writes its own points there, ``swe_plots.recovery_rows``).
+(:func:`recovery_rows`; the SWE evaluation writes its own points there, ``questions.plots.recovery_rows``).
 """
 
 from __future__ import annotations

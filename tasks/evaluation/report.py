@@ -13,6 +13,7 @@ import sys
 from collections.abc import Mapping
 from typing import Any
 
+from tasks.evaluation.cost_table import markdown_table
 from tasks.evaluation.metrics import sort_keys
 
 TITLE = "# InterOPT Evaluation Report"
@@ -47,11 +48,6 @@ def _with_ci(s: Mapping[str, Any], name: str, digits: int = 3) -> str:
     if not bounds:
         return _num(point, digits)
     return f"{_num(point, digits)} [{_num(bounds[0], digits)}, {_num(bounds[1], digits)}]"
-
-
-def _table(header: list[str], rows: list[list[str]]) -> list[str]:
-    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
-    return lines + ["| " + " | ".join(r) + " |" for r in rows]
 
 
 def _settings_lines(settings: Mapping[str, Any]) -> list[str]:
@@ -93,7 +89,7 @@ def _roles_lines(roles: Mapping[str, Mapping[str, Any]]) -> list[str]:
             details = f"max_tokens {limits[0]}, regenerations {limits[1]}"
             model = f"`{info.get('model', '')}`"
             rows.append([name, str(info.get("backend")), model, _num(info.get("temperature"), 1), details])
-    return _table(["role", "backend", "model", "temperature", "details"], rows)
+    return markdown_table(["role", "backend", "model", "temperature", "details"], rows)
 
 
 MAIN_HEADER = ["protocol::method", "runs", "all-slot exact [95% CI]", "core exact [95% CI] (eligible runs)",
@@ -118,7 +114,7 @@ def _main_cells(key: str, s: Mapping[str, Any]) -> list[str]:
 
 
 def _main_table(rows: Mapping[str, Mapping[str, Any]]) -> list[str]:
-    return _table(MAIN_HEADER, [_main_cells(key, rows[key]) for key in sort_keys(list(rows))])
+    return markdown_table(MAIN_HEADER, [_main_cells(key, rows[key]) for key in sort_keys(list(rows))])
 
 
 def _reference_table(reference_rows: Mapping[str, Mapping[str, Any]]) -> list[str]:
@@ -128,7 +124,7 @@ def _reference_table(reference_rows: Mapping[str, Mapping[str, Any]]) -> list[st
         s = reference_rows[key]
         cells = _main_cells(key, s)
         rows.append([cells[0], s["reference"]["kind"], s["reference"]["reads"], *cells[1:]])
-    return _table(header, rows)
+    return markdown_table(header, rows)
 
 
 def _judgement_table(summary: Mapping[str, Mapping[str, Any]]) -> list[str]:
@@ -150,7 +146,7 @@ def _judgement_table(summary: Mapping[str, Mapping[str, Any]]) -> list[str]:
             f"{stop['appropriate_stop']} / {stop['premature_stop']} / {stop['over_questioning']} / {stop['no_stop']}",
             _num(s["StoppingStatusMismatchRate"]), _num(s["JudgeFailures"]), fails,
         ])
-    return _table(header, rows)
+    return markdown_table(header, rows)
 
 
 def _delta(s: Mapping[str, Any], base: Mapping[str, Any] | None, name: str, digits: int) -> str:
@@ -178,7 +174,7 @@ def _extension_lines(summary: Mapping[str, Mapping[str, Any]]) -> list[str]:
                          ("AtomicQuestionsPerRun", 2), ("SilentAssumptionsPerRun", 3), ("PrematureStopRate", 3))]])
     if not rows:
         return lines + ["No extension was run in this evaluation.", ""]
-    lines += _table(["extension", "compared with", "all-slot exact (Δ)", "core exact (Δ)", "WSS macro (Δ)",
+    lines += markdown_table(["extension", "compared with", "all-slot exact (Δ)", "core exact (Δ)", "WSS macro (Δ)",
                      "avg Q (Δ)", "silent/run (Δ)", "premature stop (Δ)"], rows)
     return lines + ["", "Δ = extension minus the published variant under the same protocol, cases, K and roles.", ""]
 

@@ -15,7 +15,7 @@ Run artifacts (or-clarify.md §9) are written per unit under
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -308,32 +308,16 @@ def _run_unit(work: Callable[[Unit], Any], unit: Unit) -> Any:
     return work(unit)
 
 
-def load_cases(path: Path, *, case_ids: Iterable[str] | None = None, limit: int | None = None) -> list[Case]:
-    """Cases from a JSONL file of Case records or a folder of OR-Clarify TOML files."""
-    from tasks.errors import InputError
-    from tasks.store import read_jsonl
+def load_cases(path: Path, *, case_ids: Sequence[str] | None = None, limit: int | None = None,
+               section: str = "evaluate") -> list[Case]:
+    """Cases from a JSONL file of Case records or a folder of OR-Clarify TOML files, then ``case_ids`` and ``limit``
+    (``tasks.evaluation.cases``; ``section``: the params section named in errors)."""
+    from tasks.evaluation.cases import read_cases, select_cases
 
     if path.is_dir():
-        from tasks.domains.or_toml import read_cases
+        from tasks.domains.or_toml import read_cases as read_toml_cases
 
-        cases = read_cases(path)
-    elif path.is_file():
-        from tasks.records import check_case_units
-
-        cases = read_jsonl(path, Case)
-        for i, case in enumerate(cases, start=1):
-            check_case_units(case, path=path, record=f"{i} ({case.case_id})")
+        cases = read_toml_cases(path)
     else:
-        raise InputError(path, "cases not found (a cases .jsonl file or a folder of OR-Clarify .toml files)")
-    if case_ids is not None:
-        wanted = list(case_ids)
-        known = {c.case_id for c in cases}
-        missing = [c for c in wanted if c not in known]
-        if missing:
-            raise InputError(path, f"unknown case ids: {', '.join(missing[:5])}", field="evaluate.case_ids")
-        cases = [c for c in cases if c.case_id in set(wanted)]
-    if limit is not None:
-        cases = cases[:limit]
-    if not cases:
-        raise InputError(path, "no cases to evaluate")
-    return cases
+        cases = read_cases(path, missing="cases not found (a cases .jsonl file or a folder of OR-Clarify .toml files)")
+    return select_cases(cases, case_ids=case_ids, limit=limit, where=path, section=section)

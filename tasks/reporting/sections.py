@@ -400,7 +400,7 @@ ABSTAIN_COMPARED = ("hidden_recall", "weighted_recovery", "reward_mean", "questi
 
 
 def abstention_table(block: dict[str, Any], backend: str) -> Table:
-    """evaluate@swe's abstain-with-warning block (``tasks/evaluation/swe_abstain.py``): per method, how often it
+    """evaluate@swe's abstain-with-warning block (``tasks/evaluation/questions/abstain.py``): per method, how often it
     abstains and each compared metric asking -> abstaining (change)."""
     rows = []
     for name, row in block.get("methods", {}).items():

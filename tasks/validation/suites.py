@@ -139,8 +139,8 @@ def _or_summary(E: Any, options: dict[str, Any]) -> list:
 
 
 def _swe_eval_summary(E: Any, options: dict[str, Any]) -> list:
-    """SWE evaluation summary rows (tasks.evaluation.swe.summary_frame)."""
-    from tasks.evaluation.swe_metrics import ISSUE_METRICS, QUESTION_METRICS, RATE_COLUMNS
+    """SWE evaluation summary rows (tasks.evaluation.questions.summary_frame)."""
+    from tasks.evaluation.questions.metrics import ISSUE_METRICS, QUESTION_METRICS, RATE_COLUMNS
 
     return [
         E.ExpectTableRowCountToBeBetween(min_value=1),
@@ -150,7 +150,8 @@ def _swe_eval_summary(E: Any, options: dict[str, Any]) -> list:
         *_rates(E, RATE_COLUMNS),
         E.ExpectColumnValuesToBeBetween(column="category_share_sum", min_value=0.999, max_value=1.001),
         *_inside_ci(E, (*ISSUE_METRICS, *QUESTION_METRICS)),
-        # cost and efficiency (``tasks.evaluation.swe.efficiency``): never negative; score / $ is null at zero cost
+        # cost and efficiency (``tasks.evaluation.questions.run.efficiency``): never negative; score / $ is null at
+        # zero cost
         *[E.ExpectColumnValuesToBeBetween(column=c, min_value=0.0)
           for c in ("TotalTokens", "EstimatedCostUSD", "CostPerCaseUSD", "LatencySeconds", "ScorePerDollar",
                     "ScorePerQuestion")],
@@ -158,7 +159,7 @@ def _swe_eval_summary(E: Any, options: dict[str, Any]) -> list:
 
 
 def _swe_eval_rows(E: Any, options: dict[str, Any]) -> list:
-    """SWE evaluation rows (tasks.evaluation.swe.rows_frame)."""
+    """SWE evaluation rows (tasks.evaluation.questions.rows_frame)."""
     return [
         E.ExpectTableRowCountToBeBetween(min_value=1),
         E.ExpectColumnValuesToBeUnique(column="key"),

@@ -54,7 +54,7 @@ class ExportRow(BaseModel):
     clarifyflow_case_id: str = Field(pattern=SAFE_ID)
     clarifyflow_method: str = Field(pattern=SAFE_ID)
     clarifyflow_warning: str | None = None
-    """``information insufficient`` when the questioner abstained (``swe_abstain``); absent otherwise."""
+    """``information insufficient`` when the questioner abstained (``questions.abstain``); absent otherwise."""
 
 
 def clarified_issue(brief: str, qa: Sequence[tuple[str, str]]) -> str:
@@ -104,7 +104,7 @@ def export_clarified(units: Sequence[Any], cases: Mapping[str, Case], folder: Pa
     for unit in units:
         if unit.skipped is None:
             by_method[unit.method][unit.case_id] = unit
-    manifest: dict[str, Any] = {"format": "SWE-bench-style JSONL (see tasks/evaluation/swe_bridge.py)",
+    manifest: dict[str, Any] = {"format": "SWE-bench-style JSONL (see tasks/evaluation/questions/bridge.py)",
                                 "methods": {}}
     for method in sorted(by_method):
         chosen = by_method[method]

@@ -73,7 +73,7 @@ class SweUnit(BaseModel):
     reward: RewardRecord | None = None
     role_failures: dict[str, int] = {}
     information_insufficient: bool = False
-    """The questioner abstained (``swe_abstain``): it asked nothing and flags the task."""
+    """The questioner abstained (``questions.abstain``): it asked nothing and flags the task."""
     usage: dict[str, RoleUsage] = {}
     """Per role: requests, provider calls, cache hits, tokens, USD (litellm's price; 0 for local backends) and
     latency of the calls made while computing this unit (the method's generation and the unit roles). Role calls are
@@ -81,8 +81,8 @@ class SweUnit(BaseModel):
     questions, the other roles' evenly; empty in units stored before it was recorded."""
 
 
-QUESTION_CODE = ("evaluation/swe_units.py", "evaluation/swe_methods.py", "training/prompts.py", "roles", "rewards",
-                 "text.py")
+QUESTION_CODE = ("evaluation/questions/units.py", "evaluation/questions/methods.py", "training/prompts.py", "roles",
+                 "rewards", "text.py")
 """The code that determines a question unit (``tasks.caching.code_version`` of it keys the units): the methods, the
 units, the roles and their prompts, the rewards, the policy prompt and the text helpers the SWE roles use."""
 

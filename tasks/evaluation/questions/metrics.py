@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 
 from tasks.categories import Category
-from tasks.evaluation.swe_units import SweUnit
+from tasks.evaluation.questions.units import SweUnit
 from tasks.records import Case
 from tasks.rewards.config import STAGE_NAMES
 from tasks.rewards.intents import distinct_ratio

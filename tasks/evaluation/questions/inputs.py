@@ -1,0 +1,229 @@
+"""evaluate@swe's settings (``params.yaml: evaluate.swe``) and everything it reads, validated before any work:
+the cases (``tasks.evaluation.cases``, or the CLARITI workbook's rewrite 3), the methods and their files, the
+category weights, the surrogate, the workbook's published lists and the harness reports."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from tasks.domains.swe.workbook import PUBLISHED_COLUMNS
+from tasks.errors import InputError
+from tasks.evaluation.questions.abstain import AbstainSettings
+from tasks.records import SAFE_ID, Case
+from tasks.splits import EvalSplit
+
+WHERE = "params.yaml"
+SECTION = "evaluate.swe"
+
+
+class SweMethodEntry(BaseModel):
+    """One row of ``evaluate.swe.methods``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(pattern=SAFE_ID)
+    method: str | None = None
+    """The method kind (``no_questions``, ``oracle_template``, ``ask_everything``, ``policy``, ``llm_questioner``,
+    ``published``); defaults to ``name``."""
+    options: dict[str, Any] = {}
+
+    @property
+    def kind(self) -> str:
+        return self.method or self.name
+
+
+class PublishedSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    workbook: str = "../shared/data/clariti/data.xlsx"
+    """The CLARITI workbook: published question lists, rewrite-3 cases and SWE-bench fields (base_commit)."""
+    columns: dict[str, str] = Field(default_factory=lambda: dict(PUBLISHED_COLUMNS))
+    """Short names of the published sets -> workbook columns; a ``published`` method's ``column`` option may name
+    either."""
+
+
+class MeasuredEntry(BaseModel):
+    """A SWE-bench harness report for one exported file of a method."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    method: str
+    export: str
+    """The exported JSONL the agent ran on (e.g. ``data/eval/swe/bridge/grpo_policy.jsonl``)."""
+    report: str
+    """The harness report JSON for that run."""
+
+
+def _default_methods() -> list[SweMethodEntry]:
+    return [SweMethodEntry(name=n) for n in ("no_questions", "oracle_template", "ask_everything")]
+
+
+class SweEvalSettings(BaseModel):
+    """``params.yaml: evaluate.swe``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    cases: str = "data/cases/swe/cases.jsonl"
+    case_source: Literal["cases", "workbook_rewrite3"] = "cases"
+    """``cases``: the JSONL written by construct@swe; ``workbook_rewrite3``: the CLARITI workbook's own rewrite-3
+    variants (the text its published question sets were written for)."""
+    case_ids: list[str] | None = None
+    split: EvalSplit = "heldout"
+    """The cases evaluated (construct@swe's split by issue; cases without one count as held out). A trained policy
+    is never scored on an issue its adapter was trained on: the stage stops instead."""
+    limit: int | None = Field(default=None, ge=1)
+    seed: int = 0
+    bootstrap: int = Field(default=2000, ge=10)
+    """Issue-level bootstrap resamples for the 95% intervals."""
+    batch_size: int = Field(default=64, ge=1)
+    """Cases per batched unit computation (one role call per role per batch)."""
+    weights: str = "data/shap/weights.json"
+    """Category weights (weighted recovery, task relevance, template order); CLARITI's published ones if absent."""
+    surrogate: str = "data/shap/model.txt"
+    """The shap stage's classifier; predicted resolution is left out (and said so) when absent."""
+    surrogate_controls: dict[str, str] = {}
+    """Fix control levels of the surrogate (e.g. ``{condition: interaction}``); others are averaged over."""
+    published: PublishedSettings = PublishedSettings()
+    measured: list[MeasuredEntry] = []
+    methods: list[SweMethodEntry] = Field(default_factory=_default_methods, min_length=1)
+    abstain: AbstainSettings = AbstainSettings()
+    """Abstain with warning (``tasks.evaluation.questions.abstain``): off unless a threshold is set."""
+
+    @model_validator(mode="after")
+    def _unique(self) -> SweEvalSettings:
+        names = [m.name for m in self.methods]
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        if dupes:
+            raise ValueError(f"method names must be unique; repeated: {', '.join(dupes)}")
+        return self
+
+
+@dataclass
+class SweInputs:
+    """Everything ``evaluate_swe`` reads, validated by :func:`load_swe_inputs`."""
+
+    cases: list[Case]
+    weights: dict[str, float]
+    weights_source: str
+    surrogate: Any | None
+    surrogate_note: str
+    published: dict[str, dict[str, str]]
+    """Workbook column -> instance id -> numbered list."""
+    columns: dict[str, str]
+    """Method name -> its workbook column (published methods)."""
+    meta: dict[str, dict[str, str]]
+    measured: dict[str, Any]
+    """Method -> ``questions.bridge.Measured``."""
+    case_notes: dict[str, int] = field(default_factory=dict)
+    case_source: str = ""
+    trained: dict[str, dict[str, int]] = field(default_factory=dict)
+    """Trained policy method -> its training source ids and their overlap with the evaluated ones (always 0)."""
+
+
+def _path(root: Path, value: str) -> Path:
+    return Path(value) if Path(value).is_absolute() else root / value
+
+
+def _load_cases(root: Path, settings: SweEvalSettings) -> tuple[list[Case], dict[str, int], str]:
+    """The cases evaluated (``tasks.evaluation.cases``): construct@swe's JSONL (SWE cases, by case id) or the
+    workbook's rewrite-3 cases, then the split, ``case_ids`` and ``limit``."""
+    from tasks.evaluation.cases import read_cases, select_cases
+    from tasks.splits import select
+
+    if settings.case_source == "workbook_rewrite3":
+        from tasks.domains.swe.workbook import rewrite3_cases
+
+        workbook = _path(root, settings.published.workbook)
+        cases, notes = rewrite3_cases(workbook)
+        source = f"CLARITI workbook rewrite 3 ({workbook.name})"
+    else:
+        cases = read_cases(_path(root, settings.cases), domain="swe",
+                           missing="file not found (run construct@swe first, or set evaluate.swe.cases)")
+        cases, notes, source = sorted(cases, key=lambda c: c.case_id), {}, settings.cases
+    cases = select_cases(select(cases, settings.split), case_ids=settings.case_ids, limit=settings.limit, where=WHERE,
+                         section=SECTION, among=f" in split {settings.split!r}")
+    return cases, notes, source
+
+
+def _load_weights(root: Path, settings: SweEvalSettings) -> tuple[dict[str, float], str]:
+    from tasks.rewards.weights import CLARITI_WEIGHTS, load_weights
+
+    path = _path(root, settings.weights)
+    if not path.is_file():
+        return dict(CLARITI_WEIGHTS), f"CLARITI published weights ({settings.weights} absent)"
+    weights = load_weights(path).weights
+    try:
+        origin = json.loads(path.read_text(encoding="utf-8")).get("source", "unknown source")
+    except (OSError, json.JSONDecodeError):
+        origin = "unknown source"
+    return dict(weights), f"shap stage weights {settings.weights} ({origin})"
+
+
+def load_swe_inputs(root: Path, settings: SweEvalSettings) -> SweInputs:
+    """Read and validate every input (cases, methods and their files, weights, surrogate, workbook, harness
+    reports); raises ``InputError(path, message, field=...)`` before any work is done."""
+    from tasks.domains.swe.workbook import instance_meta, published_lists
+    from tasks.evaluation.questions.bridge import merge_measured, read_harness
+    from tasks.evaluation.questions.methods import check_method_files, parse_options
+    from tasks.evaluation.questions.surrogate import load_surrogate
+
+    root = Path(root)
+    cases, notes, source = _load_cases(root, settings)
+    weights, weights_source = _load_weights(root, settings)
+
+    workbook = _path(root, settings.published.workbook)
+    columns: dict[str, str] = {}
+    for i, entry in enumerate(settings.methods):
+        where = f"{SECTION}.methods.{i}"
+        try:
+            parsed = parse_options(entry.kind, entry.options)
+        except ValueError as err:
+            raise InputError(WHERE, str(err), field=where) from None
+        check_method_files(entry.kind, parsed, root, where)
+        if entry.kind == "published":
+            columns[entry.name] = settings.published.columns.get(parsed.column, parsed.column)
+    published = {col: published_lists(workbook, col) for col in sorted(set(columns.values()))}
+    meta = instance_meta(workbook) if workbook.is_file() else {}
+
+    surrogate, note = None, ""
+    model_path = _path(root, settings.surrogate)
+    if model_path.is_file():
+        surrogate = load_surrogate(model_path)
+        surrogate.check_fixed(settings.surrogate_controls, WHERE, f"{SECTION}.surrogate_controls")
+    else:
+        note = f"no surrogate: {settings.surrogate} not found (run the shap stage)"
+
+    names = {m.name for m in settings.methods}
+    parts = []
+    for i, entry in enumerate(settings.measured):
+        if entry.method not in names:
+            raise InputError(WHERE, f"unknown method {entry.method!r}", field=f"{SECTION}.measured.{i}.method")
+        part = read_harness(_path(root, entry.export), _path(root, entry.report))
+        if part.method != entry.method:
+            raise InputError(_path(root, entry.export), f"rows are of method {part.method!r}, not {entry.method!r}",
+                             field="clarifyflow_method")
+        parts.append(part)
+    return SweInputs(cases=cases, weights=weights, weights_source=weights_source, surrogate=surrogate,
+                     surrogate_note=note, published=published, columns=columns, meta=meta,
+                     measured=merge_measured(parts), case_notes=notes, case_source=source,
+                     trained=check_trained_policies(root, settings, cases))
+
+
+def check_trained_policies(root: Path, settings: SweEvalSettings, cases: Sequence[Case]) -> dict[str, dict]:
+    """Per policy method with an adapter: its training source ids and the overlap with ``cases`` (raises
+    ``InputError`` naming the adapter's record when any evaluated issue was trained on)."""
+    from tasks.evaluation.questions.methods import parse_options
+    from tasks.splits import check_no_overlap
+
+    evaluated = {c.metadata.source_id for c in cases}
+    trained = {}
+    for entry in settings.methods:
+        if entry.kind == "policy" and (adapter := parse_options(entry.kind, entry.options).adapter) is not None:
+            trained[entry.name] = check_no_overlap(entry.name, _path(Path(root), adapter), evaluated)
+    return trained
