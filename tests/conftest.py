@@ -14,6 +14,9 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared"
+OR_CLARIFY = SHARED / "data" / "or-clarify"
+"""The 100 published OR-Clarify cases (TOML), when ../shared exists."""
+CLARITI_WORKBOOK = SHARED / "data" / "clariti" / "data.xlsx"
 SAMPLES = ROOT / "data" / "samples" / "swe" / "issues.jsonl"
 MINI = ROOT / "tests" / "data" / "mini_issues.jsonl"
 

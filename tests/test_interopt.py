@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import time
-from pathlib import Path
 
 import pytest
 from pydantic import ValidationError
@@ -21,9 +20,8 @@ from tasks.llm.records import RoleConfig, RoleFailure
 from tasks.roles.base import run_role
 from tasks.roles.config import RolesParams
 from tasks.roles.or_user import NEEDS_CONFIRMATION
+from tests.conftest import OR_CLARIFY
 
-ROOT = Path(__file__).resolve().parents[1]
-OR_DATA = ROOT.parent / "shared" / "data" / "or-clarify"
 VARIANTS = ("interopt", "interopt_wo_stage1", "interopt_wo_stage2", "interopt_aligned", "interopt_cost_aware")
 
 BRIEF = """A cider press turns apples into three drinks and wants a monthly production plan.
@@ -817,7 +815,7 @@ def test_episodes_on_a_hand_made_case(creamery, protocol, name):
 def published():
     from tasks.domains.or_toml import read_cases
 
-    return read_cases(OR_DATA)
+    return read_cases(OR_CLARIFY)
 
 
 def _hidden_objective(case) -> bool:

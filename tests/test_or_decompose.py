@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
 from pydantic import ValidationError
@@ -19,10 +18,7 @@ from tasks.construction.decompose import (
 )
 from tasks.llm.records import RoleConfig
 from tasks.roles.base import run_role
-from tests.conftest import load_benchmark
-
-ROOT = Path(__file__).resolve().parents[1]
-DATA = ROOT.parent / "shared" / "data" / "or-clarify"
+from tests.conftest import OR_CLARIFY, load_benchmark
 
 BAKERY = """I need help planning next week's baking for a small bakery. Flour on hand: 120 kg. Each loaf of rye uses \
 0.5 kg of flour and each baguette uses 0.3 kg. The ovens run at most 40 hours per week. Maximise total profit.
@@ -177,10 +173,10 @@ def _benchmark():
 
 @pytest.mark.realdata
 def test_boundary_f1_floor_on_first_cases() -> None:
-    if not DATA.is_dir():
+    if not OR_CLARIFY.is_dir():
         pytest.skip("OR-Clarify data absent")
     bench = _benchmark()
-    cases = bench.read_cases(DATA)[:20]
+    cases = bench.read_cases(OR_CLARIFY)[:20]
     rows = bench.evaluate(cases)
     summary = bench.summarise(rows)
     assert summary["unit"]["f1"] >= 0.95, summary["unit"]

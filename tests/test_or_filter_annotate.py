@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
 from pydantic import ValidationError
@@ -19,9 +18,7 @@ from tasks.construction.eligibility import eligibility, numbers
 from tasks.llm.records import RoleConfig
 from tasks.records import Unit
 from tasks.roles.base import run_role
-
-ROOT = Path(__file__).resolve().parents[1]
-DATA = ROOT.parent / "shared" / "data" / "or-clarify"
+from tests.conftest import OR_CLARIFY
 
 BAKERY = [
     Unit(id="U1", kind="context", content="We run a small bakery and want a daily baking plan."),
@@ -175,9 +172,9 @@ def test_prompts_render():
 def test_real_cases_1_to_20_floors():
     from tasks.domains.or_toml import read_cases
 
-    if not DATA.is_dir():
+    if not OR_CLARIFY.is_dir():
         pytest.skip("../shared/data/or-clarify is absent")
-    cases = read_cases(DATA)[:20]
+    cases = read_cases(OR_CLARIFY)[:20]
     kept = hidden = correct = 0
     inputs, gold = [], []
     for case in cases:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -23,10 +22,7 @@ from tasks.roles.annotator import (
 )
 from tasks.roles.annotator import scorer as annotator_scorer
 from tasks.roles.base import run_role
-from tests.conftest import load_benchmark
-
-ROOT = Path(__file__).resolve().parents[1]
-WORKBOOK = ROOT.parent / "shared" / "data" / "clariti" / "data.xlsx"
+from tests.conftest import CLARITI_WORKBOOK, load_benchmark
 
 TRACEBACK_ISSUE = """Loading a config with an empty section crashes
 
@@ -398,14 +394,14 @@ def _benchmark():
 
 @pytest.mark.realdata
 def test_span_recall_floor_on_workbook(backend: str) -> None:
-    if not WORKBOOK.is_file():
+    if not CLARITI_WORKBOOK.is_file():
         pytest.skip("CLARITI workbook absent")
     floors = FLOORS if backend == "rules" else LEARNED_IN_SAMPLE_FLOORS
     from tasks.categories import ORDER
     from tasks.domains.swe import load_clariti
 
     bench = _benchmark()
-    issues = [i for i in load_clariti(WORKBOOK) if i.spans is not None][:50]
+    issues = [i for i in load_clariti(CLARITI_WORKBOOK) if i.spans is not None][:50]
     annotations = SPEC.run_local([AnnotateInput(instance_id=i.instance_id, text=i.text) for i in issues])
     result = bench.evaluate(issues, annotations, list(range(len(issues))), ORDER)
     recall = {cat: figures["recall"] for cat, figures in result["spans"].items()}

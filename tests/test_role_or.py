@@ -15,11 +15,11 @@ from tasks.llm.records import RoleConfig
 from tasks.roles import or_user as ou
 from tasks.roles import slot_hit as sh
 from tasks.roles.base import run_role
+from tests.conftest import OR_CLARIFY
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "tests" / "data" / "or"
 BAKERY = FIXTURES / "bakery_001.toml"
-OR_DATA = ROOT.parent / "shared" / "data" / "or-clarify"
 
 
 @pytest.fixture(scope="module")
@@ -253,7 +253,7 @@ RECALL_FLOOR_FIRST_20 = 0.93
 
 @pytest.mark.realdata
 def test_real_cases_load_and_judge_recall_on_the_first_20():
-    cases = read_cases(OR_DATA)
+    cases = read_cases(OR_CLARIFY)
     slots = [s for c in cases for s in c.hidden_slots]
     assert len(cases) == 100 and len(slots) == 178
     assert Counter(s.severity for s in slots) == {"P0": 75, "P1": 83, "P2": 20}

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
 
 import pytest
 
@@ -16,7 +15,7 @@ from tasks.roles.question_classifier import ClassifierInput, split_questions
 from tasks.roles.swe_judges import ANSWERABILITY_SPEC, REDUNDANCY_SPEC, AnswerabilityInput, RedundancyInput
 from tasks.roles.swe_user import NO_INFO, SweUserInput, split_units
 from tasks.roles.swe_user import SPEC as SWE_USER
-from tests.conftest import ROOT, python
+from tests.conftest import CLARITI_WORKBOOK, ROOT, python
 
 # An invented issue about an invented library.
 FULL = """Title: `tally.merge_counts` drops keys whose count is zero
@@ -199,7 +198,7 @@ def test_prompts_render(spec, inp):
 def test_parser_matches_readme_question_counts():
     import pandas as pd
 
-    path = Path(__file__).resolve().parents[2] / "shared" / "data" / "clariti" / "data.xlsx"
+    path = CLARITI_WORKBOOK
     if not path.is_file():
         pytest.skip(f"{path} is absent")
     df = pd.read_excel(path)
