@@ -6,6 +6,8 @@ A role whose share of failed requests is above ``roles.max_failure_rate`` stops 
 Every case records the domain's one train/heldout split of its source id (``construct.<domain>.heldout_fraction``,
 ``split_seed``; ``tasks/splits.py``); the metrics count cases and source ids per split.
 The gate runs before anything is published: a failing suite leaves the previous outputs untouched.
+The cached chunk tasks run on ``construct.<domain>.task_runner`` (construct@swe's annotator chunks on
+``annotate_runner``): ``threads``, ``dask`` on ``params.yaml: cluster``, or ``serial`` (``tasks/cluster.py``).
 """
 
 from __future__ import annotations
@@ -43,7 +45,7 @@ def prepare(domain: str, params: str = "params.yaml"):
     except DomainError as err:
         raise InputError(params_path, str(err), field="domains") from None
     cfg = dom.parse_params(params_path, all_params.construct_.get(domain))
-    return root, dom, cfg, all_params.roles
+    return root, dom, cfg, all_params
 
 
 def construct(domain: str, params: str = "params.yaml", refresh_cache: bool = False) -> dict:
@@ -55,9 +57,10 @@ def construct(domain: str, params: str = "params.yaml", refresh_cache: bool = Fa
     from tasks.validation import gate
     from tasks.validation.stage_metrics import check_stage_metrics, count_lines
 
-    root, dom, cfg, roles = prepare(domain, params)
+    root, dom, cfg, all_params = prepare(domain, params)
+    roles = all_params.roles
     started = time.monotonic()
-    result = dom.construct(cfg, root, roles=roles, refresh_cache=refresh_cache)
+    result = dom.construct(cfg, root, roles=roles, refresh_cache=refresh_cache, cluster=all_params.cluster)
     # the one train/heldout split of this domain, by source id (after the cached tasks: it never reruns them)
     result.cases, result.metrics["split"] = construct_split(result.cases, cfg.heldout_fraction, cfg.split_seed)
     # a role that failed on too many requests stops the stage before anything is written

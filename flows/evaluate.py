@@ -8,9 +8,10 @@ and the recovery curves (SWE: one point per method) as ``dvc plots`` records in
 ``data/plots/evaluate/<domain>/recovery.json``. Both keep the ranked methods under ``rows`` (SWE summary:
 ``methods``) and the reference rows (an oracle, a floor; declared next to each method's registration) apart under
 ``reference_rows`` (``reference_methods``), each naming what it reads.
-Episodes fan out over a Prefect task runner; finished units are stored under ``.cache/eval/<domain>`` so a killed run
-resumes without replaying them (and the LLM call cache serves the calls of the units that were cut off). The
-episodes and the summary pass GX gates before the folder is swapped into place.
+Episodes (swe: batches of question units) fan out over the Prefect task runner ``evaluate.<domain>.task_runner``
+names (``--runner`` overrides it; ``tasks/cluster.py``); finished units are stored under ``.cache/eval/<domain>`` so
+a killed run resumes without replaying them (and the LLM call cache serves the calls of the units that were cut
+off). The episodes and the summary pass GX gates before the folder is swapped into place.
 
 The domain decides how it is evaluated (``Domain.evaluation`` in ``tasks/domains/api.py``): ``episodes`` plays the
 OR-Clarify loop over its Case records (optimisation, analytics, scaffolded domains), ``questions`` scores question
@@ -237,11 +238,13 @@ def evaluate_questions(domain: str, params: str, out: str | None, runner: str | 
     from tasks.validation.stage_metrics import check_stage_metrics
 
     root, cfg, settings, inputs = prepare(domain, params)
+    if runner:
+        settings = settings.model_copy(update={"task_runner": runner})
     out_dir = output_dir(root, domain, out)
     results_dir = root / ".cache" / "gx" / "results"
     with staged_dir(out_dir) as staging:
         summary = questions.evaluate_swe(inputs.cases, settings, cfg.roles, staging, root=root, inputs=inputs,
-                                         reward=cfg.reward, progress=_progress_bar())
+                                         reward=cfg.reward, progress=_progress_bar(), cluster=cfg.cluster)
         run = summary.pop("run", {})
         gate("swe_eval_summary", questions.summary_frame(summary),
              artifact=f"{out_dir.relative_to(root)}/summary.json", results_dir=results_dir)

@@ -191,6 +191,7 @@ def construct_entry(name: str) -> str:
     max_hidden: 3                   # ... and at most this many
     seed: 0                         # the hidden choice is deterministic per (record id, seed)
     chunk_size: 8                   # records per cached construction task
+    task_runner: threads            # the construction chunks: threads | dask (on cluster) | serial
     heldout_fraction: 0.3           # share of record ids held out from training (all variants of a record share it)
     split_seed: 0                   # the split is a stable hash of (split_seed, record id)
 """

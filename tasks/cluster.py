@@ -1,7 +1,9 @@
 """Where a fan-out runs: Prefect's thread pool, or a Dask cluster of worker processes (``params.yaml: cluster``).
 
-Every fan-out (episode evaluation in each domain, SWE question evaluation, construction chunks, the annotator) takes
-its Prefect task runner from :func:`task_runner`. ``dask`` starts a ``distributed.LocalCluster`` of ``workers``
+Every fan-out runs its units through :func:`fan_out` on the Prefect task runner its params key names
+(:func:`task_runner`): episode evaluation (``evaluate.<domain>.task_runner``), SWE question batches
+(``evaluate.swe.task_runner``), construction chunks (``construct.<domain>.task_runner``) and the annotator's chunks
+(``construct.swe.annotate_runner``). ``dask`` starts a ``distributed.LocalCluster`` of ``workers``
 processes with ``threads_per_worker`` threads each, or connects to the scheduler at ``address``. A worker that dies
 mid-task (SIGKILL, out of memory) is replaced by its nanny and the scheduler runs its tasks again elsewhere; the
 stores the tasks write (one file per entry, renamed into place; SQLite in WAL mode) keep what finished.
@@ -14,6 +16,7 @@ filesystem), the same ``PREFECT_API_URL`` as the flow, and the environment varia
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator, Sequence
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -45,9 +48,10 @@ def cluster_kwargs(cluster: ClusterParams) -> dict[str, Any]:
             "dashboard_address": None, "silence_logs": logging.WARNING}
 
 
-def task_runner(runner: Runner, *, concurrency: int, cluster: ClusterParams | None = None) -> Any:
-    """The Prefect task runner of a fan-out: ``threads`` -> ``ThreadPoolTaskRunner(concurrency)``; ``dask`` ->
-    ``DaskTaskRunner`` on ``cluster`` (``serial`` has none: the caller runs the work in its own thread)."""
+def task_runner(runner: Runner, *, concurrency: int | None, cluster: ClusterParams | None = None) -> Any:
+    """The Prefect task runner of a fan-out: ``threads`` -> ``ThreadPoolTaskRunner(concurrency)`` (None: Prefect's
+    default, ``PREFECT_TASK_RUNNER_THREAD_POOL_MAX_WORKERS`` or unbounded); ``dask`` -> ``DaskTaskRunner`` on
+    ``cluster`` (``serial`` has none: the caller runs the work in its own thread)."""
     if runner == "threads":
         from prefect.task_runners import ThreadPoolTaskRunner
 
@@ -60,3 +64,23 @@ def task_runner(runner: Runner, *, concurrency: int, cluster: ClusterParams | No
             return DaskTaskRunner(address=cluster.address)
         return DaskTaskRunner(cluster_kwargs=cluster_kwargs(cluster))
     raise ValueError(f"no task runner for {runner!r}")
+
+
+def fan_out(task: Any, calls: Sequence[dict[str, Any]], *, runner: Runner, concurrency: int | None = None,
+            cluster: ClusterParams | None = None) -> Iterator[tuple[Any, Any]]:
+    """Run the Prefect ``task`` once per parameter dict of ``calls`` (inside a flow): yields each call's result and
+    final state (``Completed``, ``Cached``) in call order, whatever order they finish in; a failed call raises.
+
+    ``threads`` and ``dask`` submit every call at once to :func:`task_runner`; ``serial`` runs them one after another
+    in this thread. The task and its parameters travel to the worker processes under ``dask``: a module-level
+    function of picklable arguments (pydantic records, JSON)."""
+    if runner == "serial":
+        for parameters in calls:
+            state = task(**parameters, return_state=True)
+            yield state.result(), state
+        return
+    with task_runner(runner, concurrency=concurrency, cluster=cluster) as pool:
+        futures = [pool.submit(task, parameters=parameters) for parameters in calls]
+        for future in futures:
+            result = future.result()  # the final state is set once the result is in
+            yield result, future.state

@@ -8,7 +8,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from tasks.cluster import ClusterParams
+from tasks.cluster import ClusterParams, Runner
 from tasks.errors import InputError, validation_message
 from tasks.rewards.config import RewardConfig
 from tasks.roles.config import RolesParams
@@ -31,6 +31,21 @@ SPLIT_KEYS = frozenset({"heldout_fraction", "split_seed"})
 """Left out of the construction tasks' cache keys: the split is assigned after them (``flows/construct.py``)."""
 
 
+class FanOutParams(Section):
+    """Where a construction stage's chunk tasks run (``tasks/cluster.py``)."""
+
+    task_runner: Runner = "threads"
+    """threads: Prefect's thread pool; dask: the workers of ``params.yaml: cluster``; serial: one chunk after another
+    in the flow's thread."""
+    concurrency: int | None = Field(default=None, ge=1)
+    """Chunks in flight under ``threads``; None: Prefect's default (``PREFECT_TASK_RUNNER_THREAD_POOL_MAX_WORKERS``,
+    else every chunk at once)."""
+
+
+RUNNER_KEYS = frozenset({"task_runner", "annotate_runner", "concurrency"})
+"""Left out of the construction tasks' cache keys too: where a chunk runs never changes its result."""
+
+
 class SweBenchSource(Section):
     path: str | None = None
     """A dataset saved with ``save_to_disk``, a local data file (json/jsonl/parquet), or a dataset name that is
@@ -38,7 +53,7 @@ class SweBenchSource(Section):
     split: str = "test"
 
 
-class SweConstructParams(SplitParams):
+class SweConstructParams(SplitParams, FanOutParams):
     source: Literal["samples", "clariti", "swebench"] = "samples"
     samples_path: str = "data/samples/swe/issues.jsonl"
     clariti_path: str = "../shared/data/clariti/data.xlsx"
@@ -51,6 +66,8 @@ class SweConstructParams(SplitParams):
     max_hidden: int = Field(default=3, ge=1, le=6)
     seed: int = 0
     chunk_size: int = Field(default=32, ge=1)
+    annotate_runner: Runner = "threads"
+    """Where the annotator's chunks of unannotated issues run (``task_runner`` is the masking chunks')."""
     split_seed: int = 2
     """With the default fraction, seed 2 holds out 10 of the 34 sample issues (30 cases): evaluate@swe's policy
     rows need at least 24 held-out cases from 8 issues."""
@@ -68,7 +85,7 @@ class SweConstructParams(SplitParams):
         return None if self.variants_per_issue == "all" else self.variants_per_issue
 
 
-class OptimizationConstructParams(SplitParams):
+class OptimizationConstructParams(SplitParams, FanOutParams):
     source: Literal["samples", "orclarify"] = "samples"
     """``samples``: the project's complete problems (decomposed by ``roles.decomposer``); ``orclarify``: the full
     ``problem_units`` of OR-Clarify TOML files taken as complete problems (re-construction)."""

@@ -1,4 +1,5 @@
-"""params.yaml: cluster -> the task runner of a fan-out (the multi-process runs are in tests/test_evaluate.py)."""
+"""params.yaml: cluster -> the task runner of a fan-out; SWE question batches, construction chunks and the annotator
+on a real multi-process cluster equal their serial runs (the episode evaluation's are in tests/test_evaluate.py)."""
 
 from __future__ import annotations
 
@@ -26,6 +27,7 @@ def test_runners_follow_the_params(prefect_api):  # imports prefect: the server 
     assert isinstance(local, DaskTaskRunner) and local.cluster_kwargs["n_workers"] == 4
     remote = task_runner("dask", concurrency=3, cluster=ClusterParams(address="tcp://127.0.0.1:8786"))
     assert remote.address == "tcp://127.0.0.1:8786"
+    assert task_runner("threads", concurrency=None)._max_workers > 1_000_000  # Prefect's default: unbounded
     with pytest.raises(ValueError):
         task_runner("serial", concurrency=1)
 
@@ -43,6 +45,22 @@ def test_params_yaml_has_a_cluster_block():
     from tests.conftest import ROOT
 
     assert load_params(ROOT / "params.yaml").cluster == ClusterParams()
+
+
+def test_params_yaml_runs_every_fan_out_where_it_ran_before_it_had_a_key():
+    """Construction (chunks and the annotator) on Prefect's thread pool, evaluate@swe's batches in the flow's
+    thread."""
+    from tasks.domains import get_domain
+    from tasks.evaluation.questions import SweEvalSettings
+    from tasks.params import load_params
+    from tests.conftest import ROOT
+
+    params = load_params(ROOT / "params.yaml")
+    for name in params.domains:
+        cfg = get_domain(name).parse_params(ROOT / "params.yaml", params.construct_[name])
+        assert (cfg.task_runner, cfg.concurrency) == ("threads", None), name
+    assert get_domain("swe").parse_params(ROOT / "params.yaml", params.construct_["swe"]).annotate_runner == "threads"
+    assert SweEvalSettings.model_validate(params.evaluate["swe"]).task_runner == "serial"
 
 
 def test_the_readme_dask_address_example_gives_the_serial_metrics(tmp_path, prefect_api):
@@ -105,3 +123,112 @@ def test_the_readme_dask_address_example_gives_the_serial_metrics(tmp_path, pref
                 proc.wait(timeout=10)
     assert on_dask == run("serial", "serial")
     assert len(executed) == 2 and all(n > 0 for n in executed.values()), executed
+
+
+# ---- every fan-out on a real multi-process cluster equals its serial run -----------------------------------------
+
+
+@pytest.fixture(scope="module")
+def two_workers(prefect_api):
+    """Two single-threaded worker processes of a real LocalCluster, reached by address (the flow pickles no cluster
+    object); yields ``(ClusterParams, tasks run so far)``."""
+    from distributed import Client, LocalCluster
+
+    def executed() -> int:  # through a client of its own: one left open would become the one prefect-dask uses
+        with Client(local.scheduler_address) as client:
+            return sum(client.run(lambda dask_worker: dask_worker.state.executed_count).values())
+
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as local:
+        yield ClusterParams(address=local.scheduler_address), executed
+
+
+def _no_wall_time(value):
+    """``value`` without its wall-time figures (``latency_s``, ``seconds``), which no run reproduces."""
+    if isinstance(value, dict):
+        return {k: _no_wall_time(v) for k, v in value.items() if k not in ("latency_s", "seconds")}
+    if isinstance(value, list):
+        return [_no_wall_time(v) for v in value]
+    return value
+
+
+def test_swe_question_batches_on_the_cluster_equal_the_serial_run(tmp_path, two_workers):
+    import shutil
+
+    from prefect import flow
+
+    from tasks.evaluation.questions import evaluate_swe, load_swe_inputs
+    from tasks.roles.config import RolesParams
+    from tests.test_swe_eval import METHODS, project, without_latency
+
+    cluster, executed = two_workers
+    methods = [m for m in METHODS if m.get("method") != "policy"]  # a policy loads a model: tests/test_swe_eval.py
+    root, serial = project(tmp_path, methods, batch_size=2)  # 4 cases: two batches per method
+
+    def run(settings, out: str) -> dict:
+        shutil.rmtree(root / ".cache", ignore_errors=True)  # no stored units: every batch is computed
+        inputs = load_swe_inputs(root, settings)
+        return evaluate_swe(inputs.cases, settings, RolesParams(), tmp_path / out, root=root, inputs=inputs,
+                            cluster=cluster)
+
+    before = executed()
+    on_dask = flow(name="swe-batches-on-dask")(
+        lambda: run(serial.model_copy(update={"task_runner": "dask"}), "dask"))()
+    assert executed() - before == 2 * len(methods)  # one task per batch, all on the workers
+    on_threads = flow(name="swe-batches-on-threads")(
+        lambda: run(serial.model_copy(update={"task_runner": "threads"}), "threads"))()
+    plain = run(serial, "serial")
+    assert on_dask["run"]["computed"] == on_threads["run"]["computed"] == plain["run"]["computed"] == 16
+    for name in ("summary.json", "rows.jsonl", "report.md"):
+        expected = without_latency(tmp_path / "serial" / name)
+        assert without_latency(tmp_path / "dask" / name) == expected, name
+        assert without_latency(tmp_path / "threads" / name) == expected, name
+
+
+def _construct(domain: str, cfg, runner: str, cluster) -> tuple[list[dict], dict, dict]:
+    """``construct@<domain>`` on ``runner`` (every cached task recomputed), in a flow: cases, metrics, task counts."""
+    from prefect import flow
+
+    from tasks.domains import get_domain
+    from tasks.roles.config import RolesParams
+    from tests.conftest import ROOT
+
+    cfg = cfg.model_copy(update={"task_runner": runner} | ({"annotate_runner": runner} if domain == "swe" else {}))
+
+    def body():
+        return get_domain(domain).construct(cfg, ROOT, roles=RolesParams(), refresh_cache=True, cluster=cluster)
+
+    result = flow(name=f"construct-{domain}-{runner}")(body)()
+    return [c.model_dump(mode="json") for c in result.cases], _no_wall_time(result.metrics), result.stats.model_dump()
+
+
+def test_construction_chunks_on_the_cluster_equal_the_serial_run(two_workers):
+    from tasks.domains.optimization.domain import OptimizationConstructParams
+
+    cluster, executed = two_workers
+    cfg = OptimizationConstructParams(limit=4, chunk_size=2)
+    before = executed()
+    on_dask = _construct("optimization", cfg, "dask", cluster)
+    assert executed() - before == 2  # both chunks ran on the workers
+    assert on_dask[2]["executed"] == 3  # the load task (in the flow) and the two chunks
+    assert on_dask == _construct("optimization", cfg, "serial", cluster) == _construct("optimization", cfg,
+                                                                                          "threads", cluster)
+
+
+def test_the_annotator_and_masking_chunks_on_the_cluster_equal_the_serial_run(tmp_path, two_workers):
+    """construct@swe over raw issues: the annotator tags them in chunks, then the masker's chunks make the cases."""
+    import json
+
+    from tasks.params import SweConstructParams
+    from tests.conftest import SAMPLES
+
+    cluster, executed = two_workers
+    raw = tmp_path / "raw.jsonl"
+    rows = [json.loads(line) for line in SAMPLES.read_text().splitlines()[:4]]
+    raw.write_text("".join(json.dumps({k: v for k, v in r.items() if k not in ("spans", "present")}) + "\n"
+                           for r in rows))
+    cfg = SweConstructParams(samples_path=str(raw), on_unannotated="annotate", chunk_size=2)
+    before = executed()
+    on_dask = _construct("swe", cfg, "dask", cluster)
+    assert executed() - before == 4  # two annotator chunks, then two masking chunks
+    assert on_dask[1]["annotated_issues"] == 4 and on_dask[0]
+    assert on_dask == _construct("swe", cfg, "serial", cluster)

@@ -174,8 +174,10 @@ class Domain(Protocol):
         """Local answer template: what the simulated user says when asked about the slot (facts only)."""
         ...
 
-    def construct(self, cfg: Any, root: Path, *, roles: Any = None, refresh_cache: bool = False) -> ConstructResult:
-        """The cases and the stage metrics (``roles`` is ``params.yaml: roles`` for domains that call roles)."""
+    def construct(self, cfg: Any, root: Path, *, roles: Any = None, refresh_cache: bool = False,
+                  cluster: Any = None) -> ConstructResult:
+        """The cases and the stage metrics (``roles`` is ``params.yaml: roles`` for domains that call roles;
+        ``cluster`` is ``params.yaml: cluster``, where chunk tasks run under ``task_runner: dask``)."""
         ...
 
     def write(self, result: ConstructResult, folder: Path) -> None:

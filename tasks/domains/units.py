@@ -29,17 +29,18 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from tasks import caching, records, store
 from tasks.caching import RunStats
+from tasks.cluster import ClusterParams, fan_out
 from tasks.domains import ConstructResult
 from tasks.domains.api import Eligibility, Evaluation, JudgeHints, Severity, Taxonomy
 from tasks.errors import InputError
 from tasks.limits import MAX_TEXT_CHARS
-from tasks.params import SPLIT_KEYS, SplitParams, section
+from tasks.params import RUNNER_KEYS, SPLIT_KEYS, FanOutParams, SplitParams, section
 from tasks.records import SAFE_ID, Brief, Case, CaseMetadata, HiddenSlot, Unit, check_units
 
 SEVERITIES = ("P0", "P1", "P2")
 
 
-class UnitConstructParams(SplitParams):
+class UnitConstructParams(SplitParams, FanOutParams):
     """``params.yaml: construct.<name>`` of a unit domain."""
 
     source: Literal["samples"] = "samples"
@@ -358,7 +359,8 @@ class UnitDomain:
                                          retries=0)(build_unit_chunk)
         return load_task, build_task
 
-    def construct(self, cfg: Any, root: Path, *, roles: Any = None, refresh_cache: bool = False) -> ConstructResult:
+    def construct(self, cfg: Any, root: Path, *, roles: Any = None, refresh_cache: bool = False,
+                  cluster: ClusterParams | None = None) -> ConstructResult:
         from tqdm import tqdm
 
         from tasks.roles.config import RolesParams
@@ -369,20 +371,20 @@ class UnitDomain:
             build_task = build_task.with_options(refresh_cache=True)
         roles = roles or RolesParams()
         stats = RunStats()
-        cfg_json = cfg.model_dump(mode="json", exclude=SPLIT_KEYS)  # the split is made after the cached tasks
+        cfg_json = cfg.model_dump(mode="json", exclude=SPLIT_KEYS | RUNNER_KEYS)  # the split comes after the tasks
         roles_json = {name: roles.get(name).model_dump(mode="json") for name in self.roles_used}
         load_state = load_task(self.name, self.source_path(cfg, root), cfg_json, str(root), return_state=True)
         stats.add_state(load_state)
         items = load_state.result()
         chunks = [items[i : i + cfg.chunk_size] for i in range(0, len(items), cfg.chunk_size)]
-        futures = [build_task.submit(self.name, chunk, cfg_json, roles_json) for chunk in chunks]
+        calls = [{"domain": self.name, "records_in": chunk, "cfg": cfg_json, "roles": roles_json} for chunk in chunks]
+        built = fan_out(build_task, calls, runner=cfg.task_runner, concurrency=cfg.concurrency, cluster=cluster)
         cases: list[Case] = []
         notes: Counter = Counter()
         failures: list[dict] = []
         usage: dict[str, Counter] = {r: Counter() for r in self.roles_used}
-        for future in tqdm(futures, desc=f"construct {self.name}", unit="chunk", leave=False):
-            part = future.result()  # wait for the final state (Cached or Completed) before reading it
-            stats.add_state(future.state)
+        for part, state in tqdm(built, total=len(calls), desc=f"construct {self.name}", unit="chunk", leave=False):
+            stats.add_state(state)
             cases.extend(Case.model_validate(c) for c in part["cases"])
             notes.update(part["notes"])
             failures.extend(part["failures"])

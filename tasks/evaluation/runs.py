@@ -21,8 +21,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from tasks.cluster import ClusterParams
-from tasks.cluster import task_runner as make_task_runner
+from tasks.cluster import ClusterParams, fan_out
 from tasks.episodes.records import PROTOCOLS, Episode, JudgeResult, Protocol
 from tasks.evaluation import engine
 from tasks.evaluation.engine import UnitStore
@@ -292,14 +291,13 @@ def execute(units: Sequence[Unit], work: Callable[[Unit], Any], *, concurrency: 
 
     play = task(name="episode", task_run_name="{unit.protocol}::{unit.method}/{unit.case_id}#{unit.repeat}",
                 retries=0, log_prints=False, cache_policy=NO_CACHE)(_run_unit)
-    task_runner = make_task_runner(runner, concurrency=concurrency, cluster=cluster)  # type: ignore[arg-type]
+    calls = [{"work": work, "unit": u} for u in units]
+    outcomes = fan_out(play, calls, runner=runner, concurrency=concurrency, cluster=cluster)  # type: ignore[arg-type]
     results: list[Any] = []
-    with task_runner:
-        futures = [task_runner.submit(play, parameters={"work": work, "unit": u}) for u in units]
-        for i, future in enumerate(futures, 1):
-            results.append(future.result())
-            if progress:
-                progress(i, len(units))
+    for i, (result, _) in enumerate(outcomes, 1):
+        results.append(result)
+        if progress:
+            progress(i, len(units))
     return results
 
 

@@ -23,12 +23,13 @@ from tqdm import tqdm
 from tasks import caching, categories, records, store
 from tasks.caching import RunStats
 from tasks.categories import Category
+from tasks.cluster import ClusterParams, fan_out
 from tasks.domains import ConstructResult
 from tasks.domains.api import Eligibility, JudgeHints, Severity, Taxonomy
 from tasks.domains.swe import masking
 from tasks.domains.swe.samples import check_unique, load_samples
 from tasks.errors import InputError
-from tasks.params import SPLIT_KEYS, SweConstructParams, section
+from tasks.params import RUNNER_KEYS, SPLIT_KEYS, SweConstructParams, section
 from tasks.records import Brief, Case, CaseMetadata, HiddenSlot, IssueRecord, SpanAnnotation, Unit
 from tasks.roles.config import RolesParams, describe_roles
 
@@ -411,32 +412,28 @@ class SweDomain:
         load_issues(cfg, root)
 
     def construct(
-        self, cfg: SweConstructParams, root: Path, *, roles: RolesParams | None = None, refresh_cache: bool = False
+        self, cfg: SweConstructParams, root: Path, *, roles: RolesParams | None = None, refresh_cache: bool = False,
+        cluster: ClusterParams | None = None,
     ) -> ConstructResult:
-        from prefect.futures import as_completed
-
         load_task, annotate_task, mask_task = _prefect_tasks()
         if refresh_cache:
             load_task = load_task.with_options(refresh_cache=True)
             annotate_task = annotate_task.with_options(refresh_cache=True)
             mask_task = mask_task.with_options(refresh_cache=True)
         stats = RunStats()
-        cfg_json = cfg.model_dump(mode="json", exclude=SPLIT_KEYS)  # the split is made after the cached tasks
+        cfg_json = cfg.model_dump(mode="json", exclude=SPLIT_KEYS | RUNNER_KEYS)  # the split comes after the tasks
         load_state = load_task(source_path(cfg, root), cfg_json, str(root), return_state=True)
         stats.add_state(load_state)
         issues = load_state.result()
-        annotation = self._annotate(issues, cfg, roles or RolesParams(), annotate_task, stats)
+        annotation = self._annotate(issues, cfg, roles or RolesParams(), annotate_task, stats, cluster)
         issues = annotation.pop("issues")
         chunks = [issues[i : i + cfg.chunk_size] for i in range(0, len(issues), cfg.chunk_size)]
-        futures = [mask_task.submit(chunk, cfg_json) for chunk in chunks]
-        by_future: dict[int, dict] = {}
-        for future in tqdm(as_completed(futures), total=len(futures), desc="mask swe", unit="chunk", leave=False):
-            by_future[id(future)] = future.result()  # wait for the final state (Cached or Completed) before reading it
-            stats.add_state(future.state)
+        calls = [{"issues": chunk, "cfg": cfg_json} for chunk in chunks]
+        masked = fan_out(mask_task, calls, runner=cfg.task_runner, concurrency=cfg.concurrency, cluster=cluster)
         cases: list[Case] = []
         notes: Counter = Counter()
-        for future in futures:  # submission order keeps the output deterministic
-            part = by_future[id(future)]
+        for part, state in tqdm(masked, total=len(calls), desc="mask swe", unit="chunk", leave=False):
+            stats.add_state(state)  # in submission order: the output is deterministic
             cases.extend(Case.model_validate(c) for c in part["cases"])
             notes.update(part["notes"])
         cases.sort(key=lambda c: c.case_id)
@@ -445,21 +442,22 @@ class SweDomain:
         return ConstructResult(cases=cases, metrics=metrics, stats=stats)
 
     def _annotate(self, issues: list[dict], cfg: SweConstructParams, roles: RolesParams, annotate_task,
-                  stats: RunStats) -> dict:
-        """Tag the issues that have no spans (in cached chunks); keeps the source order, drops failed ones."""
+                  stats: RunStats, cluster: ClusterParams | None = None) -> dict:
+        """Tag the issues that have no spans (in cached chunks on ``cfg.annotate_runner``); keeps the source order,
+        drops failed ones."""
         todo = [i for i in issues if i["spans"] is None]
         if not todo:
             return {"issues": issues, "annotated_issues": 0}
         role_json = roles.annotator.model_dump(mode="json")
         weights = annotator_weights()
         chunks = [todo[i : i + cfg.chunk_size] for i in range(0, len(todo), cfg.chunk_size)]
-        futures = [annotate_task.submit(chunk, role_json, weights) for chunk in chunks]
+        calls = [{"issues": chunk, "role_cfg": role_json, "weights": weights} for chunk in chunks]
+        parts = fan_out(annotate_task, calls, runner=cfg.annotate_runner, concurrency=cfg.concurrency, cluster=cluster)
         done: dict[str, dict] = {}
         failures: list[dict] = []
         usage: Counter = Counter()
-        for future in tqdm(futures, desc="annotate swe", unit="chunk", leave=False):
-            part = future.result()
-            stats.add_state(future.state)
+        for part, state in tqdm(parts, total=len(calls), desc="annotate swe", unit="chunk", leave=False):
+            stats.add_state(state)
             done.update((i["instance_id"], i) for i in part["issues"])
             failures.extend(part["failures"])
             usage.update({k: v for k, v in part["usage"].items() if isinstance(v, int | float)})

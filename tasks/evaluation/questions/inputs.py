@@ -12,6 +12,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from tasks.cluster import Runner
 from tasks.domains.swe.workbook import PUBLISHED_COLUMNS
 from tasks.errors import InputError
 from tasks.evaluation.questions.abstain import AbstainSettings
@@ -83,6 +84,11 @@ class SweEvalSettings(BaseModel):
     """Issue-level bootstrap resamples for the 95% intervals."""
     batch_size: int = Field(default=64, ge=1)
     """Cases per batched unit computation (one role call per role per batch)."""
+    task_runner: Runner = "serial"
+    """serial: the batches one after another in the flow's thread; threads / dask: one Prefect task per batch on
+    Prefect's thread pool / the workers of ``params.yaml: cluster`` (``tasks/evaluation/questions/batches.py``)."""
+    concurrency: int = Field(default=4, ge=1)
+    """Batches in flight under ``threads``."""
     weights: str = "data/shap/weights.json"
     """Category weights (weighted recovery, task relevance, template order); CLARITI's published ones if absent."""
     surrogate: str = "data/shap/model.txt"

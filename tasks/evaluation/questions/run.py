@@ -10,6 +10,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from tasks.cluster import ClusterParams
 from tasks.evaluation.engine import UnitStats
 from tasks.evaluation.questions.inputs import SweEvalSettings, SweInputs, check_trained_policies, load_swe_inputs
 from tasks.records import Case
@@ -21,23 +22,15 @@ UNIT_STORE = Path(".cache") / "eval" / "swe" / "units"
 
 def run_units(cases: Sequence[Case], settings: SweEvalSettings, roles: RolesParams, inputs: SweInputs, *,
               root: Path, reward: RewardConfig, client=None, progress: Callable[[int, int], None] | None = None,
-              methods: dict | None = None) -> tuple[dict[str, list], UnitStats]:
-    """Every (method, case) unit, from the store or computed in batches; per method, units in case order."""
+              methods: dict | None = None, cluster: ClusterParams | None = None) -> tuple[dict[str, list], UnitStats]:
+    """Every (method, case) unit, from the store or computed in batches (on ``settings.task_runner``); per method,
+    units in case order."""
     from tasks.caching import code_version
     from tasks.evaluation.engine import UnitStore
     from tasks.evaluation.questions.methods import QuestionContext, build_method
-    from tasks.evaluation.questions.units import (
-        QUESTION_CODE,
-        SweUnit,
-        compute_units,
-        share_usage,
-        unit_key,
-        usage_delta,
-    )
-    from tasks.llm.client import default_client
+    from tasks.evaluation.questions.units import QUESTION_CODE, SweUnit, unit_key
 
     store = UnitStore(Path(root) / UNIT_STORE, SweUnit)
-    accounting = (client or default_client()).accounting
     ctx = QuestionContext(roles=roles, weights=inputs.weights, client=client, root=Path(root),
                         published=inputs.published)
     code = code_version(*QUESTION_CODE)
@@ -59,15 +52,24 @@ def run_units(cases: Sequence[Case], settings: SweEvalSettings, roles: RolesPara
         todo = [k for k, u in enumerate(units) if u is None]
         if progress and not todo:
             progress(done, total)
-        for start in range(0, len(todo), settings.batch_size):
-            batch = todo[start:start + settings.batch_size]
-            chunk = [cases[k] for k in batch]
-            before = accounting.snapshot()
-            completions = complete_batch(method, chunk, label=f"{entry.name}/{start // settings.batch_size + 1}")
-            fresh = compute_units(chunk, completions, method=entry.name, keys=[keys[k] for k in batch], roles=roles,
-                                  reward=reward, weights=inputs.weights, client=client)
-            shares = share_usage(usage_delta(before, accounting.snapshot()), [len(u.questions) for u in fresh])
-            fresh = [u.model_copy(update={"usage": share}) for u, share in zip(fresh, shares)]
+        batches = [todo[start:start + settings.batch_size] for start in range(0, len(todo), settings.batch_size)]
+        chunks = [[cases[k] for k in batch] for batch in batches]
+        chunk_keys = [[keys[k] for k in batch] for batch in batches]
+        labels = [f"{entry.name}/{n}" for n in range(1, len(batches) + 1)]
+        if settings.task_runner == "serial":
+            computed = (batch_units(method, chunk, ks, name=entry.name, label=label, roles=roles, reward=reward,
+                                    weights=inputs.weights, client=client)
+                        for chunk, ks, label in zip(chunks, chunk_keys, labels))
+        else:
+            from tasks.evaluation.questions.batches import batch_spec, run_batches
+
+            if entry.name in (methods or {}):
+                raise ValueError(f"method {entry.name!r} was handed in built: it runs with task_runner: serial only")
+            spec = batch_spec(entry.name, entry.kind, options, roles, inputs, root=Path(root))
+            computed = run_batches(spec, chunks, chunk_keys, labels, reward=reward, runner=settings.task_runner,
+                                   concurrency=settings.concurrency, cluster=cluster)
+        for n, fresh in enumerate(computed):  # in batch order, whichever finished first
+            batch = batches[n]
             for k, unit in zip(batch, fresh):
                 store.put(unit)
                 units[k] = unit
@@ -78,6 +80,22 @@ def run_units(cases: Sequence[Case], settings: SweEvalSettings, roles: RolesPara
         out[entry.name] = units
     stats.seconds = time.monotonic() - started
     return out, stats
+
+
+def batch_units(method, chunk: Sequence[Case], keys: Sequence[str], *, name: str, label: str, roles: RolesParams,
+                reward: RewardConfig, weights: dict[str, float], client=None) -> list:
+    """One batch's units in this thread: the method's completions, the units and their share of the usage that
+    ``client``'s accounting (the process's default one when None) gained meanwhile."""
+    from tasks.evaluation.questions.units import compute_units, share_usage, usage_delta
+    from tasks.llm.client import default_client
+
+    accounting = (client or default_client()).accounting
+    before = accounting.snapshot()
+    completions = complete_batch(method, chunk, label=label)
+    fresh = compute_units(chunk, completions, method=name, keys=keys, roles=roles, reward=reward,
+                          weights=weights, client=client)
+    shares = share_usage(usage_delta(before, accounting.snapshot()), [len(u.questions) for u in fresh])
+    return [u.model_copy(update={"usage": share}) for u, share in zip(fresh, shares)]
 
 
 def in_flow() -> bool:
@@ -253,12 +271,14 @@ def summarise(cases: Sequence[Case], units_by_method: dict[str, list], settings:
 
 def evaluate_swe(cases: Sequence[Case], settings: SweEvalSettings, roles: RolesParams, out_dir: Path, *, root: Path,
                  client=None, progress: Callable[[int, int], None] | None = None, reward: RewardConfig | None = None,
-                 inputs: SweInputs | None = None, methods: dict | None = None) -> dict[str, Any]:
+                 inputs: SweInputs | None = None, methods: dict | None = None,
+                 cluster: ClusterParams | None = None) -> dict[str, Any]:
     """Run every method on ``cases``, write the outputs into ``out_dir`` and return the summary.
 
     ``reward``: the staged reward settings (``params.yaml: reward``; default ``RewardConfig()``), judged by
     ``roles``. ``inputs``: from :func:`load_swe_inputs` (loaded here when None; its cases are replaced by
-    ``cases``). ``methods``: name -> a prepared ``SweMethod`` (tests inject fake policies). The returned summary
+    ``cases``). ``methods``: name -> a prepared ``SweMethod`` (tests inject fake policies; serial runner only).
+    ``cluster``: where the batches run under ``settings.task_runner: dask``. The returned summary
     equals ``summary.json`` plus a ``run`` entry (units computed / reused, seconds) that is not written.
     """
     from tasks.evaluation.questions import plots
@@ -272,7 +292,7 @@ def evaluate_swe(cases: Sequence[Case], settings: SweEvalSettings, roles: RolesP
     cases = sorted(cases, key=lambda c: c.case_id)
     inputs.trained = check_trained_policies(root, settings, cases)  # the cases given here, not only the loaded ones
     units, stats = run_units(cases, settings, roles, inputs, root=root, reward=reward, client=client,
-                             progress=progress, methods=methods)
+                             progress=progress, methods=methods, cluster=cluster)
     abstaining: list[str] = []
     if settings.abstain.threshold is not None:
         from tasks.evaluation.questions.abstain import add_abstaining
