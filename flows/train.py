@@ -162,7 +162,8 @@ def _grpo(root, cfg, profile, rows, out_dir, check=None):
 
     weights_path = root / cfg.sft_data.weights
     weights = load_weights(weights_path if weights_path.is_file() else None)
-    staged = StagedReward(cfg.reward_config(), weights)
+    settings = cfg.reward_config()
+    staged = StagedReward(settings.as_evaluated() if profile.grpo.reward_as_evaluated else settings, weights)
     functions = trl_glue.reward_functions(staged)
     sft_adapter = root / "data" / "models" / "sft" / "adapter"
     sft = LocalPolicy.from_adapter(profile.model, sft_adapter, dtype=profile.dtype,

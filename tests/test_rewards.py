@@ -381,6 +381,18 @@ def test_trl_functions_with_conversational_completions():
     assert logged["reward/judge_failures"] == 0.0
 
 
+def test_trl_functions_can_score_each_completion_alone():
+    """``diversity.siblings: false`` (as ``as_evaluated``): a completion is not compared with its group's others."""
+    prompts = [[{"role": "user", "content": INCOMPLETE}]] * 2
+    completions = [numbered(Q_TRACE, Q_VERSION), numbered(Q_TRACE_AGAIN)]
+    columns = {"incomplete_issue": [INCOMPLETE] * 2, "full_issue": [FULL] * 2}
+    grouped, alone = (reward_functions(reward(diversity={"siblings": s}))[1] for s in (True, False))
+    assert grouped(prompts=prompts, completions=completions, **columns) == pytest.approx([0.5, 0.0])
+    assert alone(prompts=prompts, completions=completions, **columns) == pytest.approx([1.0, 1.0])
+    evaluated = RewardConfig().as_evaluated().diversity
+    assert (evaluated.cache_size, evaluated.siblings) == (0, False)
+
+
 def test_trl_string_completions_and_missing_column():
     (f_total,) = reward_functions(reward())[-1:]
     assert f_total(prompts=["p"], completions=[FOUR], incomplete_issue=[INCOMPLETE], full_issue=[FULL]) \

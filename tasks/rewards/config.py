@@ -79,6 +79,9 @@ class DiversityParams(_Section):
     rephrasings: README, staged reward)."""
     cache_size: int = Field(default=2, ge=0)
     """Recent generations (completions) kept across batches to compare against; the public code keeps 2."""
+    siblings: bool = True
+    """Compare with the other completions of the same prompt (the public code); False: each completion is judged
+    alone, as a held-out evaluation judges it."""
     within_completion: Literal["any", "earlier"] = "any"
     """``embedding`` mode. ``any``: both members of a near-duplicate pair inside one completion count as similar;
     ``earlier``: only the later one (the public code's LLM judge counts questions similar to *earlier* ones)."""
@@ -107,5 +110,7 @@ class RewardConfig(_Section):
 
     def as_evaluated(self) -> RewardConfig:
         """These settings as a held-out evaluation scores (evaluate@swe, GRPO's held-out curve): no diversity cache
-        carried over from earlier samples, so a case's score does not depend on what was scored before it."""
-        return self.model_copy(update={"diversity": self.diversity.model_copy(update={"cache_size": 0})})
+        carried over from earlier samples and no sibling completions, so a case's score does not depend on what
+        else was scored with it."""
+        return self.model_copy(update={"diversity": self.diversity.model_copy(update={"cache_size": 0,
+                                                                                        "siblings": False})})

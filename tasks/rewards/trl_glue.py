@@ -62,9 +62,10 @@ class BatchScorer:
             groups: dict[str, list[int]] = {}
             for i, prompt in enumerate(prompts):
                 groups.setdefault(_prompt_key(prompt), []).append(i)
+            alone = not self.staged.cfg.diversity.siblings
             samples = [
                 {"completion": texts[i], "incomplete_issue": incomplete[i], "full_issue": full[i], "hints": hints[i],
-                 "siblings": [texts[j] for j in groups[_prompt_key(prompts[i])] if j != i]}
+                 "siblings": [] if alone else [texts[j] for j in groups[_prompt_key(prompts[i])] if j != i]}
                 for i in range(n)
             ]
             self._done[key] = self.staged.score(samples)

@@ -63,6 +63,9 @@ class GRPOSettings(_Strict):
     loss_type: Literal["grpo", "dr_grpo", "dapo", "bnpo", "cispo", "sapo", "luspo", "vespo"] = "grpo"
     scale_rewards: Literal["group", "batch", "none"] = "none"
     """CLARITI's update subtracts the group mean and does not divide by the std: ``none``."""
+    reward_as_evaluated: bool = False
+    """Train on the staged reward as the held-out curve and evaluate@swe score it (each completion alone: no sibling
+    completions, no diversity cache) instead of the public code's group-relative diversity."""
     reward_weights: dict[str, float] | None = None
     """Weight per reward function name; ``None`` weights all 1. Weight 0 = logged but not in the advantage."""
     use_vllm: bool = False
