@@ -1,5 +1,5 @@
 """Text helpers every domain's construction shares (the SWE masker, the unit domains' leak checks, the SWE roles'
-passage splitters)."""
+passage splitters), and how the reports print a number (:func:`fmt`)."""
 
 from __future__ import annotations
 
@@ -27,3 +27,27 @@ def whitespace_pattern(span: str) -> re.Pattern | None:
     """A pattern matching ``span`` with any run of whitespace standing for any other (None for a blank span)."""
     tokens = span.split()
     return re.compile(r"\s+".join(re.escape(t) for t in tokens)) if tokens else None
+
+
+def fmt(value: object, digits: int | None = None) -> str:
+    """A number as the reports print it (the metrics files keep the exact value): None is an en dash, a bool yes or
+    no, an int as it is; a float with ``digits`` decimals, or without ``digits`` 4 significant digits (one decimal
+    from 1000 on, an exponent below 1e-4)."""
+    if value is None:
+        return "–"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        if digits is not None:
+            return f"{value:.{digits}f}"
+        size = abs(value)
+        if value == 0:
+            return "0"
+        if size >= 1000:
+            return f"{value:.1f}"
+        if size >= 1e-4:
+            return f"{value:.4g}"
+        return f"{value:.2e}"
+    return str(value)

@@ -16,8 +16,8 @@ import pytest
 from tasks.llm.records import RoleConfig
 from tasks.reporting import ReportInputs, build_report, flatten, render_html, render_markdown, write_report
 from tasks.reporting.inputs import load_gate_results
-from tasks.reporting.model import fmt
 from tasks.roles.config import RolesParams, describe_roles
+from tasks.text import fmt
 
 STAGES = ["construct@swe", "construct@optimization", "shap", "sft_data", "sft", "grpo", "evaluate@optimization",
           "evaluate@swe"]

@@ -15,6 +15,7 @@ from typing import Any
 
 from tasks.evaluation.cost_table import markdown_table
 from tasks.evaluation.metrics import sort_keys
+from tasks.text import fmt
 
 TITLE = "# InterOPT Evaluation Report"
 EVAL_ROLE = re.compile(r"^(or_|slot_hit_judge$|question_detector$)")
@@ -31,13 +32,7 @@ LOCAL_NOTE = ("**These are local-backend numbers, not the paper's.** At least on
 
 
 def _num(value: Any, digits: int = 3) -> str:
-    if value is None:
-        return "–"
-    if isinstance(value, bool):
-        return "yes" if value else "no"
-    if isinstance(value, int):
-        return str(value)
-    return f"{value:.{digits}f}"
+    return fmt(value, digits)
 
 
 def _with_ci(s: Mapping[str, Any], name: str, digits: int = 3) -> str:

@@ -72,23 +72,3 @@ class Report:
 
     def tables(self) -> list[Table]:
         return [b for s in self.walk() for b in s.blocks if isinstance(b, Table)]
-
-
-def fmt(value: object) -> str:
-    """A number as printed in the report (metrics.json keeps the exact value); None is an en dash."""
-    if value is None:
-        return "–"
-    if isinstance(value, bool):
-        return "yes" if value else "no"
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, float):
-        size = abs(value)
-        if value == 0:
-            return "0"
-        if size >= 1000:
-            return f"{value:.1f}"
-        if size >= 1e-4:
-            return f"{value:.4g}"
-        return f"{value:.2e}"
-    return str(value)

@@ -11,7 +11,8 @@ from typing import Any
 
 from tasks.reporting.figures import plot_hidden_categories
 from tasks.reporting.inputs import GX_RESULTS, ReportInputs, flatten
-from tasks.reporting.model import Block, Figure, Report, Section, Table, Text, fmt
+from tasks.reporting.model import Block, Figure, Report, Section, Table, Text
+from tasks.text import fmt
 
 EVAL_DOMAINS = ("optimization", "swe")
 """Evaluations the report expects (shown as "not run yet" until they write outputs); others are picked up when found."""
