@@ -52,7 +52,8 @@ def main(argv: list[str] | None = None) -> int:
     import pandas as pd
 
     from tasks.categories import Category
-    from tasks.roles.question_classifier import LABELS, ClassifierInput, local_batch, split_questions
+    from tasks.roles.base import QuestionInput
+    from tasks.roles.question_classifier import LABELS, local_batch, split_questions
 
     path = Path(args.data)
     if not path.is_file():
@@ -78,7 +79,7 @@ def main(argv: list[str] | None = None) -> int:
 
     t0 = time.perf_counter()
     contexts = df["rewrite_3"].where(df["rewrite_3"].apply(lambda v: isinstance(v, str)), "")
-    inputs = [ClassifierInput(question=q, issue_text=str(contexts[idx])) for _, idx, q in rows]
+    inputs = [QuestionInput(question=q, issue_text=str(contexts[idx])) for _, idx, q in rows]
     outputs = local_batch(inputs)
     classify_s = time.perf_counter() - t0
 

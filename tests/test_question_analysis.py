@@ -42,14 +42,13 @@ def test_the_strategy_tagger_on_hand_checked_questions(question):
 
 def test_the_tagger_runs_as_a_role_and_never_raises():
     from tasks.llm.records import RoleConfig, RoleFailure
-    from tasks.roles.base import run_role
+    from tasks.roles.base import QuestionInput, run_role
     from tasks.roles.registry import get_spec
-    from tasks.roles.strategy_tagger import TaggerInput
 
     spec = get_spec("strategy_tagger")
-    [out] = run_role(spec, [TaggerInput(question="Please paste the error log.")], RoleConfig())
+    [out] = run_role(spec, [QuestionInput(question="Please paste the error log.")], RoleConfig())
     assert not isinstance(out, RoleFailure) and out.evidence_based and out.actionable
-    messages = spec.messages(TaggerInput(question="Which Python version?", issue_text="It breaks on import."))
+    messages = spec.messages(QuestionInput(question="Which Python version?", issue_text="It breaks on import."))
     assert "evidence_based" in messages[0]["content"] and "It breaks on import." in messages[1]["content"]
 
 

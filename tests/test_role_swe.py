@@ -9,9 +9,9 @@ import pytest
 
 from tasks.categories import Category
 from tasks.llm.records import RoleConfig
-from tasks.roles.base import run_role
+from tasks.roles.base import QuestionInput, run_role
 from tasks.roles.question_classifier import SPEC as CLASSIFIER
-from tasks.roles.question_classifier import ClassifierInput, split_questions
+from tasks.roles.question_classifier import split_questions
 from tasks.roles.swe_judges import ANSWERABILITY_SPEC, REDUNDANCY_SPEC, AnswerabilityInput, RedundancyInput
 from tasks.roles.swe_user import NO_INFO, SweUserInput, split_units
 from tasks.roles.swe_user import SPEC as SWE_USER
@@ -85,14 +85,14 @@ def _ask(questions: list[str]):
 
 
 def test_classifier_labels_hand_written_questions():
-    outs = run_role(CLASSIFIER, [ClassifierInput(question=q) for _, q in LABELLED], LOCAL)
+    outs = run_role(CLASSIFIER, [QuestionInput(question=q) for _, q in LABELLED], LOCAL)
     got = [o.label for o in outs]
     assert got == [gold for gold, _ in LABELLED]
     assert all(0.0 <= o.confidence <= 1.0 for o in outs)
 
 
 def test_classifier_batch_equals_single_and_is_deterministic():
-    inputs = [ClassifierInput(question=q, issue_text=INCOMPLETE) for _, q in LABELLED[:5]]
+    inputs = [QuestionInput(question=q, issue_text=INCOMPLETE) for _, q in LABELLED[:5]]
     batch = CLASSIFIER.local_batch(inputs)
     assert batch == [CLASSIFIER.local(i) for i in inputs]
     assert batch == CLASSIFIER.local_batch(inputs)
@@ -178,8 +178,8 @@ def test_deterministic():
 @pytest.mark.parametrize(
     "spec, inp",
     [
-        (CLASSIFIER, ClassifierInput(question="Which Python version?", issue_text=INCOMPLETE)),
-        (CLASSIFIER, ClassifierInput(question="Which Python version?")),
+        (CLASSIFIER, QuestionInput(question="Which Python version?", issue_text=INCOMPLETE)),
+        (CLASSIFIER, QuestionInput(question="Which Python version?")),
         (SWE_USER, SweUserInput(issue=FULL, hints=HINTS, question="Which Python version?")),
         (SWE_USER, SweUserInput(issue=FULL, question="Which Python version?")),
         (REDUNDANCY_SPEC, RedundancyInput(text=INCOMPLETE, question="Which Python version?")),

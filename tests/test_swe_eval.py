@@ -568,7 +568,8 @@ def test_rewrite3_cases_and_error_information_shares():
     ``benchmarks/swe_published.py`` classifies all of them (the shares are the same to 0.001)."""
     from tasks.domains.swe.workbook import PUBLISHED_COLUMNS, published_lists, rewrite3_cases
     from tasks.rewards.parse import parse_questions
-    from tasks.roles.question_classifier import ClassifierInput, local_batch
+    from tasks.roles.base import QuestionInput
+    from tasks.roles.question_classifier import local_batch
 
     built, notes = rewrite3_cases(WORKBOOK)
     assert len(built) + sum(notes.values()) == 500 and notes["rows_without_rewrite_3"] == 4  # 496 rewrites
@@ -577,7 +578,7 @@ def test_rewrite3_cases_and_error_information_shares():
     for name in ("clariti_grpo", "gpt5"):
         lists = published_lists(WORKBOOK, PUBLISHED_COLUMNS[name])
         every_other = sorted(lists.items())[::2]
-        inputs = [ClassifierInput(question=q, issue_text=briefs.get(iid, "")) for iid, text in every_other
+        inputs = [QuestionInput(question=q, issue_text=briefs.get(iid, "")) for iid, text in every_other
                   for q in parse_questions(text)]
         labels = [o.label for o in local_batch(inputs)]
         shares[name] = sum(lab == Category.ERROR for lab in labels) / len(labels)

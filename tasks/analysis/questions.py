@@ -132,7 +132,7 @@ def workbook_questions(path: Path, columns: dict[str, str], roles, *, limit: int
     judged by ``roles.answerability_judge`` (full issue + hints) and ``roles.question_classifier`` (rewrite 3)."""
     from tasks.domains.swe.workbook import read_workbook
     from tasks.rewards.parse import parse_questions
-    from tasks.roles.question_classifier import ClassifierInput
+    from tasks.roles.base import QuestionInput
     from tasks.roles.swe_judges import AnswerabilityInput
 
     frame = read_workbook(path, ["instance_id", "original issue", "hints_text", "rewrite_3", *columns.values()])
@@ -149,7 +149,7 @@ def workbook_questions(path: Path, columns: dict[str, str], roles, *, limit: int
         AnswerabilityInput(text=row["original issue"], question=q, hints=row["hints_text"])
         for row, _, _, _, q in pending], roles, client, batch_size, progress)
     labels = _run_batched("question_classifier", [
-        ClassifierInput(question=q, issue_text=row["rewrite_3"]) for row, _, _, _, q in pending],
+        QuestionInput(question=q, issue_text=row["rewrite_3"]) for row, _, _, _, q in pending],
         roles, client, batch_size, progress)
     return [ListedQuestion(
         source=WORKBOOK_SOURCE, question_set=name, case_id=f"{row['instance_id'].strip()}__rewrite3",
@@ -187,9 +187,10 @@ def tag_questions(listed: Sequence[ListedQuestion], roles, *, client=None, batch
                   progress: bool = True) -> list[QuestionRow]:
     """The rows of ``questions.csv``: each question with its strategy tags (None where the tagger failed) and
     syntactic features."""
-    from tasks.roles.strategy_tagger import STRATEGIES, TaggerInput
+    from tasks.roles.base import QuestionInput
+    from tasks.roles.strategy_tagger import STRATEGIES
 
-    tags = _run_batched("strategy_tagger", [TaggerInput(question=q.question, issue_text=q.issue_text)
+    tags = _run_batched("strategy_tagger", [QuestionInput(question=q.question, issue_text=q.issue_text)
                                             for q in listed], roles, client, batch_size, progress)
     rows = []
     for q, t in zip(listed, tags):

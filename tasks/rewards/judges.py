@@ -58,9 +58,9 @@ class RoleJudges:
         return [_flag(o) for o in self._run("answerability_judge", inputs)]
 
     def classify(self, questions: Sequence[str], texts: Sequence[str]) -> list[str | None]:
-        from tasks.roles.question_classifier import ClassifierInput
+        from tasks.roles.base import QuestionInput
 
-        inputs = [ClassifierInput(question=q, issue_text=t) for q, t in zip(questions, texts)]
+        inputs = [QuestionInput(question=q, issue_text=t) for q, t in zip(questions, texts)]
         return [_label(o) for o in self._run("question_classifier", inputs)]
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:

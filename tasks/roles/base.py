@@ -14,7 +14,7 @@ from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Generic, TypeVar
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict, Field
 
 from tasks.llm.records import RoleConfig, RoleFailure
 
@@ -48,6 +48,17 @@ def _schema_json(model: type[BaseModel]) -> str:
 
 def render(template: str, **values) -> str:
     return _environment().get_template(template).render(**values).strip()
+
+
+class QuestionInput(BaseModel):
+    """One clarification question and the issue it was asked about: the input of the roles that read a single
+    question (``question_classifier``, ``strategy_tagger``)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    question: str = Field(min_length=1)
+    issue_text: str = ""
+    """The (possibly incomplete) issue the question was asked about; optional context."""
 
 
 @dataclass(frozen=True)

@@ -17,19 +17,12 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from tasks.categories import Category
 from tasks.llm.embeddings import encode
-from tasks.roles.base import RoleSpec
+from tasks.roles.base import QuestionInput, RoleSpec
 
 IRRELEVANT = "irrelevant"
 Label = Category | Literal["irrelevant"]
 LABELS: tuple[str, ...] = tuple(c.value for c in Category) + (IRRELEVANT,)
 
-
-class ClassifierInput(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    question: str = Field(min_length=1)
-    issue_text: str = ""
-    """The (possibly incomplete) issue the question was asked about; optional context."""
 
 
 class ClassifierOutput(BaseModel):
@@ -265,7 +258,7 @@ def _to_output(scored: Scored) -> ClassifierOutput:
     return ClassifierOutput(label=label, confidence=scored.confidence)
 
 
-def local_batch(inputs: Sequence[ClassifierInput]) -> list[ClassifierOutput]:
+def local_batch(inputs: Sequence[QuestionInput]) -> list[ClassifierOutput]:
     """One embedding call for every question and every distinct issue text."""
     if not inputs:
         return []
@@ -279,7 +272,7 @@ def local_batch(inputs: Sequence[ClassifierInput]) -> list[ClassifierOutput]:
     return [_to_output(s) for s in classify_with_vectors([i.question for i in inputs], qvecs, cosines)]
 
 
-def local(inp: ClassifierInput) -> ClassifierOutput:
+def local(inp: QuestionInput) -> ClassifierOutput:
     return local_batch([inp])[0]
 
 
@@ -314,12 +307,12 @@ def split_questions(text: str | None) -> list[str]:
 
 def classify(questions: Sequence[str], issue_text: str = "") -> list[ClassifierOutput]:
     """Convenience: classify many questions about one issue."""
-    return local_batch([ClassifierInput(question=q, issue_text=issue_text) for q in questions])
+    return local_batch([QuestionInput(question=q, issue_text=issue_text) for q in questions])
 
 
 SPEC = RoleSpec(
     name="question_classifier",
-    input_model=ClassifierInput,
+    input_model=QuestionInput,
     output_model=ClassifierOutput,
     local=local,
     local_batch=local_batch,

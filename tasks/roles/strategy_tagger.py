@@ -17,20 +17,13 @@ from __future__ import annotations
 
 import re
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict
 
-from tasks.roles.base import RoleSpec
+from tasks.roles.base import QuestionInput, RoleSpec
 
 STRATEGIES = ("evidence_based", "specific", "scoped", "actionable")
 """The four strategy tags, in the paper's order."""
 
-
-class TaggerInput(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    question: str = Field(min_length=1)
-    issue_text: str = ""
-    """The (possibly incomplete) issue the question was asked about; optional context (LLM backend only)."""
 
 
 class TaggerOutput(BaseModel):
@@ -121,8 +114,8 @@ def tag(question: str) -> TaggerOutput:
     return TaggerOutput(evidence_based=evidence, specific=specific, scoped=scoped, actionable=actionable)
 
 
-def local(inp: TaggerInput) -> TaggerOutput:
+def local(inp: QuestionInput) -> TaggerOutput:
     return tag(inp.question)
 
 
-SPEC = RoleSpec(name="strategy_tagger", input_model=TaggerInput, output_model=TaggerOutput, local=local)
+SPEC = RoleSpec(name="strategy_tagger", input_model=QuestionInput, output_model=TaggerOutput, local=local)

@@ -168,7 +168,7 @@ def compute_units(cases: Sequence[Case], completions: Sequence[Any], *, method: 
     from tasks.rewards.judges import RoleJudges
     from tasks.rewards.parse import parse_questions
     from tasks.rewards.staged import StagedReward
-    from tasks.roles.question_classifier import ClassifierInput
+    from tasks.roles.base import QuestionInput
     from tasks.roles.swe_judges import AnswerabilityInput, RedundancyInput
     from tasks.roles.swe_user import NO_INFO, SweUserInput
 
@@ -180,7 +180,7 @@ def compute_units(cases: Sequence[Case], completions: Sequence[Any], *, method: 
                       roles, client)
     ans = _run("answerability_judge", [AnswerabilityInput(text=cases[k].full_text, question=q,
                                                                  hints=cases[k].hints) for k, q in flat], roles, client)
-    cls = _run("question_classifier", [ClassifierInput(question=q, issue_text=cases[k].brief.content)
+    cls = _run("question_classifier", [QuestionInput(question=q, issue_text=cases[k].brief.content)
                                               for k, q in flat], roles, client)
     cfg = evaluation_reward(reward, roles)
     roles_judges = RoleJudges(cfg.judges, client=client)
