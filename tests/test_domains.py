@@ -27,16 +27,19 @@ def test_registry_lists_the_shipped_domains_and_refuses_unknown_names():
 
 @pytest.fixture
 def broken_domain(tmp_path, monkeypatch):
-    """A domain whose module fails to import (a dependency it needs is missing)."""
-    (tmp_path / "broken_domain_module.py").write_text("import no_such_dependency_of_clarifyflow\n")
-    monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.setitem(domains.KNOWN, "broken", "broken_domain_module")
+    """A domain package whose module fails to import (a dependency it needs is missing), found in the domains' folder
+    (here a temporary one that the package also imports from)."""
+    (tmp_path / "broken").mkdir()
+    (tmp_path / "broken" / "__init__.py").write_text("import no_such_dependency_of_clarifyflow\n")
+    monkeypatch.setattr(domains, "FOLDER", tmp_path)
+    monkeypatch.setattr(domains, "__path__", [str(tmp_path), *domains.__path__])
+    assert domain_names() == ["broken"]
     return "broken"
 
 
 def test_a_domain_whose_module_fails_to_import_is_an_error_naming_it(broken_domain, monkeypatch):
     for build in (get_domain, domain_context):
-        with pytest.raises(DomainError, match="domain 'broken': its module broken_domain_module fails to import "
+        with pytest.raises(DomainError, match="domain 'broken': its module tasks.domains.broken fails to import "
                                               r"\(ModuleNotFoundError: No module named 'no_such_dependency"):
             build(broken_domain)
     from flows import evaluate

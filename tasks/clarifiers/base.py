@@ -9,8 +9,11 @@ is made in the context's domain (``MethodContext.domain``).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import importlib
+import pkgutil
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 from typing import Protocol as TypingProtocol
 
@@ -100,14 +103,34 @@ class BaseAgent:
         return {k: list(v) for k, v in self._logs.items()}
 
 
-_REGISTRY: dict[str, str] = {}
-"""Method name -> "module:factory". Factories take (name, options) and return a Method."""
+Factory = Callable[[str, dict[str, Any]], Method]
+"""What a method kind registers: it takes (display name, options) and returns a Method."""
+
+_REGISTRY: dict[str, Factory | str] = {}
+"""Method kind -> its factory, or "module:factory" for an extension registered from outside (imported on use)."""
 _REFERENCE: dict[str, MethodReference] = {}
-"""Method name -> why its rows are reference rows (privileged or a bound); absent: a ranked method."""
+"""Method kind -> why its rows are reference rows (privileged or a bound); absent: a ranked method."""
+_discovered = False
 
 
-def register(name: str, target: str, reference: MethodReference | None = None) -> None:
-    _load_builtin()
+def method(name: str, *, reference: MethodReference | None = None) -> Callable[[Factory], Factory]:
+    """Register the decorated factory as method kind ``name``, declared where the method is defined; a
+    ``reference`` says why its rows are reference rows (shown apart, never ranked), none: a ranked method."""
+
+    def wrap(factory: Factory) -> Factory:
+        _add(name, factory, reference)
+        return factory
+
+    return wrap
+
+
+def register(name: str, target: Factory | str, reference: MethodReference | None = None) -> None:
+    """Register a method from outside this package (an extension): ``target`` is its factory or "module:factory"."""
+    _discover()
+    _add(name, target, reference)
+
+
+def _add(name: str, target: Factory | str, reference: MethodReference | None) -> None:
     _REGISTRY[name] = target
     _REFERENCE.pop(name, None)
     if reference is not None:
@@ -116,31 +139,34 @@ def register(name: str, target: str, reference: MethodReference | None = None) -
 
 def reference_of(kind: str) -> MethodReference | None:
     """Why the method kind's rows are reference rows, or None for a method ranked with the others."""
-    _load_builtin()
+    _discover()
     return _REFERENCE.get(kind)
 
 
 def method_names() -> list[str]:
-    _load_builtin()
+    _discover()
     return sorted(_REGISTRY)
 
 
 def get_method(name: str, kind: str | None = None, options: dict[str, Any] | None = None) -> Method:
     """Build the method registered as ``kind`` (default: ``name``) under the display name ``name``."""
-    import importlib
-
-    _load_builtin()
+    _discover()
     kind = kind or name
     if kind not in _REGISTRY:
         raise KeyError(f"unknown method {kind!r} (known: {', '.join(sorted(_REGISTRY))})")
-    module, factory = _REGISTRY[kind].split(":")
-    return getattr(importlib.import_module(module), factory)(name, dict(options or {}))
+    factory = _REGISTRY[kind]
+    if isinstance(factory, str):
+        module, attr = factory.split(":")
+        factory = getattr(importlib.import_module(module), attr)
+    return factory(name, dict(options or {}))
 
 
-def _load_builtin() -> None:
-    if _REGISTRY:
+def _discover() -> None:
+    """Import every module of this package once, so each method's ``@method`` has run (none loads a model)."""
+    global _discovered
+    if _discovered:
         return
-    from tasks.clarifiers import BUILTIN, REFERENCE
-
-    _REGISTRY.update(BUILTIN)
-    _REFERENCE.update(REFERENCE)
+    package = __name__.rpartition(".")[0]
+    for info in pkgutil.iter_modules([str(Path(__file__).parent)]):
+        importlib.import_module(f"{package}.{info.name}")
+    _discovered = True

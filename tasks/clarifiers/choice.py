@@ -23,7 +23,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from tasks.clarifiers import alignment
-from tasks.clarifiers.base import BaseAgent, MethodContext
+from tasks.clarifiers.base import BaseAgent, MethodContext, method
 from tasks.clarifiers.freeqa import (
     AgentInput,
     NoOptions,
@@ -157,11 +157,13 @@ class ChoiceMethod:
         return ChoiceAgent(brief, protocol, ctx)
 
 
+@method("mc")
 def mc(name: str, options: dict[str, Any]) -> ChoiceMethod:
     parse_options(name, options, NoOptions)
     return ChoiceMethod(name=name, protocols=("mc",))
 
 
+@method("mc_d")
 def mc_d(name: str, options: dict[str, Any]) -> ChoiceMethod:
     parse_options(name, options, NoOptions)
     return ChoiceMethod(name=name, protocols=("mc_d",))

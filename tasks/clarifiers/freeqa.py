@@ -19,7 +19,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from tasks.clarifiers.base import BaseAgent, MethodContext
+from tasks.clarifiers.base import BaseAgent, MethodContext, method
 from tasks.clarifiers.gaps import GapCandidate, GapInventory, all_gaps, asked_keys, open_gaps
 from tasks.domains.api import DomainContext
 from tasks.episodes.records import USER_PREFIX, AgentAction, AgentView, Protocol, TranscriptRow
@@ -283,6 +283,7 @@ class FreeQA:
         return FreeQAAgent(brief, ctx)
 
 
+@method("freeqa")
 def freeqa(name: str, options: dict[str, Any]) -> FreeQA:
     parse_options(name, options, NoOptions)
     return FreeQA(name=name)

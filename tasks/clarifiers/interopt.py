@@ -72,7 +72,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from tasks.clarifiers import interopt_roles as R
-from tasks.clarifiers.base import BaseAgent, MethodContext
+from tasks.clarifiers.base import BaseAgent, MethodContext, method
 from tasks.clarifiers.ledger import GapRow, Ledger
 from tasks.episodes.records import AgentAction, AgentView, Protocol, public_turns
 from tasks.errors import InputError
@@ -628,8 +628,8 @@ def _factory(preset: dict[str, Any]):
     return build
 
 
-interopt = _factory({})
-interopt_wo_stage1 = _factory({"stage1": False})
-interopt_wo_stage2 = _factory({"stage2": False})
-interopt_aligned = _factory({"aligned": True})
-interopt_cost_aware = _factory({"cost_aware": True})
+interopt = method("interopt")(_factory({}))
+interopt_wo_stage1 = method("interopt_wo_stage1")(_factory({"stage1": False}))
+interopt_wo_stage2 = method("interopt_wo_stage2")(_factory({"stage2": False}))
+interopt_aligned = method("interopt_aligned")(_factory({"aligned": True}))
+interopt_cost_aware = method("interopt_cost_aware")(_factory({"cost_aware": True}))

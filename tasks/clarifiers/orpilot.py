@@ -19,7 +19,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from tasks.clarifiers.base import BaseAgent, MethodContext
+from tasks.clarifiers.base import BaseAgent, MethodContext, method
 from tasks.clarifiers.freeqa import (
     AgentInput,
     NoOptions,
@@ -197,6 +197,7 @@ class Orpilot:
         return OrpilotAgent(ctx)
 
 
+@method("orpilot")
 def orpilot(name: str, options: dict[str, Any]) -> Orpilot:
     parse_options(name, options, NoOptions)
     return Orpilot(name=name)

@@ -21,7 +21,7 @@ from typing import Any
 
 from pydantic import Field
 
-from tasks.clarifiers.base import BaseAgent, MethodContext
+from tasks.clarifiers.base import BaseAgent, MethodContext, method
 from tasks.clarifiers.freeqa import parse_options, ready_summary
 from tasks.episodes.records import AgentAction, AgentView, Protocol
 from tasks.errors import InputError
@@ -92,6 +92,7 @@ class PolicyAgent(BaseAgent):
                                     "count": len(batch)}])
 
 
+@method("policy")
 def policy(name: str, options: dict[str, Any]) -> PolicyMethod:
     opts = parse_options(name, options, EpisodePolicyOptions)
     if opts.adapter is not None and not (Path(opts.adapter) / "adapter_config.json").is_file():

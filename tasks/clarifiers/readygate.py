@@ -20,7 +20,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from tasks.clarifiers.base import BaseAgent, MethodContext
+from tasks.clarifiers.base import BaseAgent, MethodContext, method
 from tasks.clarifiers.choice import ChoiceAgent
 from tasks.clarifiers.freeqa import parse_options
 from tasks.clarifiers.gaps import open_gaps
@@ -154,5 +154,6 @@ class ReadyGate:
         return ReadyGateAgent(ChoiceAgent(brief, protocol, ctx), ctx, self.options)
 
 
+@method("readygate")
 def readygate(name: str, options: dict[str, Any]) -> ReadyGate:
     return ReadyGate(name=name, options=parse_options(name, options, GateOptions))

@@ -1,4 +1,4 @@
-"""Reference methods for tests and the sanity ladder (``tasks.clarifiers.REFERENCE`` declares them reference rows:
+"""Reference methods for tests and the sanity ladder (each declares itself a reference row where it registers:
 their results are reported apart from the ranked methods, never ranked with them).
 
 - ``oracle`` (privileged: it is bound to the cases and reads their hidden slots): asks each hidden slot's first
@@ -16,10 +16,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from tasks.clarifiers.base import BaseAgent, MethodContext
+from tasks.clarifiers.base import BaseAgent, MethodContext, method
 from tasks.clarifiers.freeqa import NoOptions, parse_options, ready_summary
 from tasks.episodes.records import PROTOCOLS, AgentAction, AgentView, Protocol
-from tasks.records import Case, HiddenSlot
+from tasks.records import Case, HiddenSlot, MethodReference
 from tasks.roles.slot_hit import humanise
 
 DISTRACTORS = (
@@ -91,11 +91,16 @@ class ReadyNow:
         return ReadyNowAgent()
 
 
+@method("oracle", reference=MethodReference(
+    kind="privileged", reads="the hidden slots: asks each slot's reference question (under MC / MC-D with the "
+    "simulator's answer as an option)"))
 def oracle(name: str, options: dict[str, Any]) -> Oracle:
     parse_options(name, options, NoOptions)
     return Oracle(name=name)
 
 
+@method("ready_now", reference=MethodReference(
+    kind="bound", reads="nothing: declares READY at turn 1 with the brief as its summary (the floor)"))
 def ready_now(name: str, options: dict[str, Any]) -> ReadyNow:
     parse_options(name, options, NoOptions)
     return ReadyNow(name=name)

@@ -3,8 +3,8 @@
 The interface is :class:`tasks.domains.api.Domain` (documented there, hook by hook). Adding a domain = one package
 ``tasks/domains/<name>/`` (or module) that exposes ``DOMAIN`` + ``construct.<name>`` and ``evaluate.<name>``
 entries in params.yaml + the name in ``domains:``; ``dvc.yaml``'s matrices pick it up. ``python -m flows.new_domain
-NAME`` scaffolds all of it. Modules named in :data:`KNOWN` are the shipped domains; any other name resolves to
-``tasks.domains.<name>`` when that module exists.
+NAME`` scaffolds all of it. A domain is found where it is defined: a name resolves to ``tasks.domains.<name>`` when
+that package (or module) exists in this folder and is not one of the :data:`HELPERS`.
 """
 
 from __future__ import annotations
@@ -20,11 +20,9 @@ from tasks.domains.api import Domain, DomainContext, Eligibility
 from tasks.errors import DomainError
 from tasks.records import Case
 
-__all__ = ["HELPERS", "KNOWN", "NAME", "ConstructResult", "Domain", "DomainContext", "Eligibility", "domain_context",
+__all__ = ["HELPERS", "NAME", "ConstructResult", "Domain", "DomainContext", "Eligibility", "domain_context",
            "domain_names", "get_domain", "module_name"]
 
-KNOWN = {"swe": "tasks.domains.swe", "optimization": "tasks.domains.optimization",
-         "analytics": "tasks.domains.analytics"}
 NAME = re.compile(r"^[a-z][a-z0-9_]{1,39}$")
 """A domain name: a Python identifier in lower case (it names a module, a params key, folders and DVC stages)."""
 HELPERS = frozenset({"api", "units", "or_toml", "template"})
@@ -41,8 +39,6 @@ class ConstructResult:
 
 def module_name(name: str) -> str | None:
     """The module that defines domain ``name``, or None when there is none."""
-    if name in KNOWN:
-        return KNOWN[name]
     if NAME.match(name) and name not in HELPERS and ((FOLDER / f"{name}.py").is_file()
                                                      or (FOLDER / name / "__init__.py").is_file()):
         return f"tasks.domains.{name}"
@@ -50,10 +46,10 @@ def module_name(name: str) -> str | None:
 
 
 def domain_names() -> list[str]:
-    """Every domain this checkout defines (shipped ones and modules added next to them)."""
+    """Every domain this checkout defines: the packages (and modules) in this folder, sorted."""
     found = {p.stem for p in FOLDER.glob("*.py") if not p.stem.startswith("_")}
     found |= {p.parent.name for p in FOLDER.glob("*/__init__.py")}
-    return sorted(n for n in set(KNOWN) | found if module_name(n) and n not in HELPERS)
+    return sorted(n for n in found if module_name(n))
 
 
 def get_domain(name: str) -> Domain:

@@ -59,12 +59,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 def published_artifacts(root: Path) -> list[Artifact]:
     import pandas as pd
 
-    from tasks.domains import KNOWN, ConstructResult, get_domain
+    from tasks.domains import ConstructResult, domain_names, get_domain
     from tasks.records import Case
     from tasks.store import read_jsonl
 
     found = []
-    for name in KNOWN:
+    for name in domain_names():
         path = root / "data" / "cases" / name / "cases.jsonl"
         if path.is_file():
             result = ConstructResult(cases=read_jsonl(path, Case), metrics={})

@@ -14,7 +14,7 @@ and inputs are ``inputs``, the run ``run``, the report section and validation fr
     gate("swe_eval_summary", summary_frame(summary), ...); gate("swe_eval_rows", rows_frame(staging_dir), ...)
 
 Outputs in ``out_dir``: ``summary.json`` (byte-stable; the ranked ``methods`` apart from the ``reference_methods``,
-see ``methods.REFERENCE``), ``rows.jsonl`` (one row per method x case with questions,
+declared by ``methods.method``), ``rows.jsonl`` (one row per method x case with questions,
 answers and labels), ``questions.eval`` (the rows as an Inspect AI log, ``inspect_log``), ``report.md`` (the report
 section), ``category_distribution.png``,
 ``questions_vs_recovery.png``, and ``bridge/`` (SWE-bench-style JSONL per method + ``manifest.json``; see

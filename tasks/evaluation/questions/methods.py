@@ -19,8 +19,9 @@ Kinds (``evaluate.swe.methods[].method``, default = ``name``):
 - ``published``: a fixed question list per issue from the CLARITI workbook (``options: {column: …}``); a case
   whose source issue has no list is skipped and counted.
 
-:data:`REFERENCE` (next to :data:`KINDS`) declares the reference kinds: their rows are reported apart from the
-ranked methods (``reference_methods`` in the summary) and never ranked with them.
+:func:`method` on each class registers its kind, its options model and, for a reference kind, why its rows are
+reference rows: those are reported apart from the ranked methods (``reference_methods`` in the summary) and never
+ranked with them.
 
 ``complete(cases)`` returns one :class:`Completion` per case; ``fingerprint()`` (and ``case_input``) enter the
 unit cache key, so a changed adapter, model or list recomputes exactly the affected units.
@@ -73,6 +74,27 @@ def by_weight(categories: Sequence[Category], weights: dict[str, float]) -> list
     return sorted(categories, key=lambda c: (-weights.get(c.key, 0.0), order.index(c)))
 
 
+_KINDS: dict[str, tuple[type[SweMethod], type[BaseModel] | None]] = {}
+"""Method kind -> its class and its options model (None: it takes no options), in the order they are declared."""
+_REFERENCE: dict[str, MethodReference] = {}
+"""Method kind -> why its rows are reference rows (shown apart, never ranked); a kind not listed is ranked."""
+
+
+def method(kind: str, *, options: type[BaseModel] | None = None, reference: MethodReference | None = None
+           ) -> Callable[[type[SweMethod]], type[SweMethod]]:
+    """Register the decorated class as method kind ``kind`` (it becomes the class's ``kind``), built with its
+    ``options`` validated by that model; a ``reference`` makes its rows reference rows."""
+
+    def wrap(cls: type[SweMethod]) -> type[SweMethod]:
+        cls.kind = kind
+        _KINDS[kind] = (cls, options)
+        if reference is not None:
+            _REFERENCE[kind] = reference
+        return cls
+
+    return wrap
+
+
 class SweMethod:
     kind = "base"
 
@@ -91,9 +113,9 @@ class SweMethod:
         raise NotImplementedError
 
 
+@method("no_questions", reference=MethodReference(
+    kind="bound", reads="nothing: asks no question (the incomplete issue alone, the floor)"))
 class NoQuestions(SweMethod):
-    kind = "no_questions"
-
     def complete(self, cases: Sequence[Case]) -> list[Completion]:
         return [Completion(text="") for _ in cases]
 
@@ -141,16 +163,15 @@ class _WriterMethod(SweMethod):
         return out
 
 
+@method("oracle_template", options=TemplateOptions, reference=MethodReference(
+    kind="privileged", reads="the case's hidden categories: one question per hidden category"))
 class OracleTemplate(_WriterMethod):
-    kind = "oracle_template"
-
     def categories(self, case: Case) -> list[Category]:
         return by_weight(case.hidden_categories, self.ctx.weights)
 
 
+@method("ask_everything", options=TemplateOptions)
 class AskEverything(_WriterMethod):
-    kind = "ask_everything"
-
     def categories(self, case: Case) -> list[Category]:
         return by_weight(list(Category), self.ctx.weights)
 
@@ -163,9 +184,8 @@ class QuestionPolicyOptions(PolicyOptions):
     """End a generation when its list is finished (``GenerationSettings.stop_at_list_end``)."""
 
 
+@method("policy", options=QuestionPolicyOptions)
 class PolicyQuestioner(SweMethod):
-    kind = "policy"
-
     def __init__(self, name: str, ctx: QuestionContext, options: QuestionPolicyOptions,
                  loader: Callable[[], Any] | None = None):
         super().__init__(name, ctx)
@@ -225,8 +245,8 @@ class LlmOptions(RoleConfig):
     system_prompt: str | None = None
 
 
+@method("llm_questioner", options=LlmOptions)
 class LlmQuestioner(SweMethod):
-    kind = "llm_questioner"
     ROLE = "swe_questioner"
     """The accounting label of its calls (not a registered role)."""
 
@@ -283,9 +303,8 @@ class PublishedOptions(_Options):
     """A workbook column with one numbered list per issue (e.g. ``clarification_questions_grpo_3``)."""
 
 
+@method("published", options=PublishedOptions)
 class Published(SweMethod):
-    kind = "published"
-
     def __init__(self, name: str, ctx: QuestionContext, options: PublishedOptions):
         super().__init__(name, ctx)
         self.options = options
@@ -305,35 +324,18 @@ class Published(SweMethod):
                 else Completion(skipped="no published list for this issue") for c in cases]
 
 
-KINDS: dict[str, tuple[type[SweMethod], type[BaseModel] | None]] = {
-    "no_questions": (NoQuestions, None),
-    "oracle_template": (OracleTemplate, TemplateOptions),
-    "ask_everything": (AskEverything, TemplateOptions),
-    "policy": (PolicyQuestioner, QuestionPolicyOptions),
-    "llm_questioner": (LlmQuestioner, LlmOptions),
-    "published": (Published, PublishedOptions),
-}
-REFERENCE: dict[str, MethodReference] = {
-    # method kind -> why its rows are reference rows (shown apart, never ranked); a kind not listed is ranked
-    "oracle_template": MethodReference(kind="privileged", reads="the case's hidden categories: one question per "
-                                       "hidden category"),
-    "no_questions": MethodReference(kind="bound", reads="nothing: asks no question (the incomplete issue alone, "
-                                    "the floor)"),
-}
-
-
 def reference_of(kind: str) -> MethodReference | None:
     """Why the method kind's rows are reference rows, or None for a method ranked with the others."""
-    return REFERENCE.get(kind)
+    return _REFERENCE.get(kind)
 
 
 def parse_options(kind: str, options: dict[str, Any]) -> BaseModel | None:
     """The method's options, validated (ValueError naming the first bad field)."""
     from pydantic import ValidationError
 
-    if kind not in KINDS:
-        raise ValueError(f"unknown method kind {kind!r} (known: {', '.join(KINDS)})")
-    model = KINDS[kind][1]
+    if kind not in _KINDS:
+        raise ValueError(f"unknown method kind {kind!r} (known: {', '.join(_KINDS)})")
+    model = _KINDS[kind][1]
     if model is None:
         if options:
             raise ValueError(f"method kind {kind!r} takes no options")
@@ -348,7 +350,7 @@ def parse_options(kind: str, options: dict[str, Any]) -> BaseModel | None:
 
 def build_method(name: str, kind: str, options: dict[str, Any], ctx: QuestionContext, **extra: Any) -> SweMethod:
     parsed = parse_options(kind, options)  # raises ValueError for an unknown kind
-    cls = KINDS[kind][0]
+    cls = _KINDS[kind][0]
     return cls(name, ctx) if parsed is None else cls(name, ctx, parsed, **extra)
 
 

@@ -164,8 +164,8 @@ def efficiency(units: Sequence[Any], metrics: dict[str, Any]) -> dict[str, Any]:
 def summarise(cases: Sequence[Case], units_by_method: dict[str, list], settings: SweEvalSettings, roles: RolesParams,
               inputs: SweInputs, reward: RewardConfig) -> tuple[dict[str, Any], list[dict]]:
     """The summary (deterministic) and the per-case rows. The ranked methods are ``methods`` (in ``method_order``);
-    the reference methods (``questions.methods.REFERENCE``: the oracle template, the no-questions floor) are
-    ``reference_methods`` (in ``reference_order``), each with its ``reference`` (kind, what it reads)."""
+    the reference methods (their ``questions.methods.method(reference=...)``: the oracle template, the no-questions
+    floor) are ``reference_methods`` (in ``reference_order``), each with its ``reference`` (kind, what it reads)."""
     from tasks.evaluation.metrics import tidy
     from tasks.evaluation.questions.methods import reference_of
     from tasks.evaluation.questions.metrics import (
