@@ -162,8 +162,7 @@ def _grpo(root, cfg, profile, rows, out_dir, check=None):
 
     weights_path = root / cfg.sft_data.weights
     weights = load_weights(weights_path if weights_path.is_file() else None)
-    settings = cfg.reward_config()
-    staged = StagedReward(settings.as_evaluated() if profile.grpo.reward_as_evaluated else settings, weights)
+    staged = StagedReward(grpo_reward(cfg.reward_config(), profile), weights)
     functions = trl_glue.reward_functions(staged)
     sft_adapter = root / "data" / "models" / "sft" / "adapter"
     sft = LocalPolicy.from_adapter(profile.model, sft_adapter, dtype=profile.dtype,
@@ -185,6 +184,12 @@ def _grpo(root, cfg, profile, rows, out_dir, check=None):
     extra = {"prompts": len(dataset), "relevance_weights": weights_source(weights_path)[1], "split": "train",
              "train_source_ids": len(record["source_ids"])}
     return result, ({**extra, "heldout": comparison(heldout.curve)} if heldout is not None else extra)
+
+
+def grpo_reward(settings, profile):
+    """The staged reward GRPO trains on: ``params.yaml: reward``, or (``grpo.reward_as_evaluated``) those settings as
+    the held-out curve scores them."""
+    return settings.as_evaluated() if profile.grpo.reward_as_evaluated else settings
 
 
 def _heldout_callback(root, cfg, staged_weights):

@@ -375,3 +375,16 @@ def test_the_default_embedder_is_one_instance_across_threads(monkeypatch) -> Non
     for t in threads:
         t.join()
     assert len(made) == 1 and all(g is made[0] for g in got)
+
+
+def test_grpo_trains_on_the_evaluated_reward_when_the_profile_asks():
+    from flows.train import grpo_reward
+    from tasks.rewards.config import RewardConfig
+    from tasks.training.profiles import get_profile
+
+    settings = RewardConfig()
+    assert grpo_reward(settings, get_profile("cpu")) is settings  # the public rule: siblings and the cache
+    aligned = grpo_reward(settings, get_profile("cpu", {"grpo": {"reward_as_evaluated": True}}))
+    assert (aligned.diversity.siblings, aligned.diversity.cache_size) == (False, 0)
+    assert (settings.diversity.siblings, settings.diversity.cache_size) == (True, 2)
+
