@@ -57,20 +57,15 @@ def readings(points: list) -> dict[str, dict[str, float]]:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     from tasks.params import load_params
-    from tasks.rewards.staged import StagedReward
-    from tasks.rewards.weights import load_weights
     from tasks.sftdata import SftRow
     from tasks.store import read_jsonl
-    from tasks.training.heldout import HeldoutPrompt, paired_interval, score_answers
+    from tasks.training.heldout import evaluated_reward, paired_interval, prompts_of, score_answers
     from tasks.training.policy import LocalPolicy
 
     cfg = load_params(args.params)
-    weights_path = ROOT / cfg.sft_data.weights
-    reward = StagedReward(cfg.reward_config().as_evaluated(), load_weights(weights_path if weights_path.is_file()
-                                                                           else None))
+    reward = evaluated_reward(cfg, ROOT)
     rows = read_jsonl(args.heldout, SftRow)[: args.limit]
-    prompts = [HeldoutPrompt(case_id=r.case_id, source_id=r.instance_id, incomplete_issue=r.incomplete_issue,
-                             full_issue=r.full_issue, hints=r.hints) for r in rows]
+    prompts = prompts_of(rows)
     issues = [p.incomplete_issue for p in prompts]
     result: dict = {"cases": len(prompts), "issues": len({p.source_id for p in prompts}), "samples": args.samples,
                     "temperature": args.temperature, "top_p": args.top_p, "max_new_tokens": args.max_new_tokens,

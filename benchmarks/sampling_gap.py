@@ -45,22 +45,17 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     from tasks.params import load_params
-    from tasks.rewards.staged import StagedReward
-    from tasks.rewards.weights import load_weights
     from tasks.sftdata import SftRow
     from tasks.store import read_jsonl
-    from tasks.training.heldout import HeldoutPrompt, score_answers
+    from tasks.training.heldout import evaluated_reward, prompts_of, score_answers
     from tasks.training.policy import LocalPolicy
 
     cfg = load_params(args.params)
-    weights_path = ROOT / cfg.sft_data.weights
-    reward = StagedReward(cfg.reward_config().as_evaluated(),
-                          load_weights(weights_path if weights_path.is_file() else None))
+    reward = evaluated_reward(cfg, ROOT)
     rows = read_jsonl(args.train, SftRow)
     # flows/train.py: _grpo draws its prompts in this order
     rows = sorted(rows, key=lambda r: hashlib.sha256(f"{args.seed}:{r.case_id}".encode()).hexdigest())[: args.prompts]
-    prompts = [HeldoutPrompt(case_id=r.case_id, source_id=r.instance_id, incomplete_issue=r.incomplete_issue,
-                             full_issue=r.full_issue, hints=r.hints) for r in rows]
+    prompts = prompts_of(rows)
     issues = [p.incomplete_issue for p in prompts]
     policy = LocalPolicy.from_adapter(None, args.adapter, device=None, max_new_tokens=args.max_new_tokens,
                                       top_p=args.top_p, batch_size=32, progress=False)

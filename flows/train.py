@@ -199,7 +199,7 @@ def _heldout_callback(root, cfg, staged_weights):
     from tasks.rewards.staged import StagedReward
     from tasks.sftdata import SftRow
     from tasks.store import read_jsonl
-    from tasks.training.heldout import HeldoutPrompt, heldout_callback
+    from tasks.training.heldout import heldout_callback, prompts_of
 
     path = root / "data" / "sft" / "heldout.jsonl"
     rows = read_jsonl(path, SftRow) if path.is_file() else []
@@ -210,8 +210,7 @@ def _heldout_callback(root, cfg, staged_weights):
         raise InputError(path, "holds rows outside the held-out split (rerun dvc repro sft_data)", field="split")
     settings = cfg.training.heldout
     rows = rows[: settings.limit] if settings.limit else rows
-    prompts = [HeldoutPrompt(case_id=r.case_id, source_id=r.instance_id, incomplete_issue=r.incomplete_issue,
-                             full_issue=r.full_issue, hints=r.hints) for r in rows]
+    prompts = prompts_of(rows)
     reward = StagedReward(cfg.reward_config().as_evaluated(), staged_weights)
     return heldout_callback(prompts, reward, every=settings.every, max_new_tokens=settings.max_new_tokens)
 

@@ -354,6 +354,9 @@ STAGE_METRICS = {
                   "mean_questions": 1.5}, {"rows": 4}),
     "sft": ({"backend": "TRL", "kind": "sft", "steps": 2, "trainable_params": 10, "n_rows": 4, "final_loss": 1.2},
             {}),
+    # a GRPO surrogate loss may end just below 0 (the grpo_long recipe's last step: -5.96e-08)
+    "grpo": ({"backend": "TRL", "kind": "grpo", "steps": 20, "trainable_params": 10, "n_rows": 72,
+              "final_loss": -5.96e-08}, {}),
     "evaluate/swe": ({"backend": "local", "cases": 3, "rows": {"a": {"answered_rate": 0.5, "distinct_intents": 0.8}},
                       "reference_rows": {}}, {"cases": 3}),
 }
@@ -374,6 +377,7 @@ def test_stage_metrics_pass(stage):
     ("shap", {"cv": {"auc": math.inf}}, "cv.auc: inf is not a finite number"),
     ("sft_data", {"train": 2}, r"train \+ heldout \(2 \+ 1\) != rows \(4\)"),
     ("sft", {"steps": 0}, "steps: Input should be greater than or equal to 1"),
+    ("sft", {"final_loss": -0.5}, "final_loss -0.5 of an SFT run is negative"),
     ("evaluate/swe", {"rows": {"a": {"answered_rate": 1.2}}}, r"rows.a.answered_rate: rate 1.2 outside \[0, 1\]"),
     ("evaluate/swe", {"rows": {"a": {"distinct_intents": 1.5}}}, r"rows.a.distinct_intents: rate 1.5 outside \[0, 1\]"),
 ])

@@ -137,6 +137,11 @@ def test_profiles_validate_and_override():
     # one group of G completions per micro-batch, 4 groups per optimizer step
     assert long.grpo.batch_size == long.grpo.num_generations and long.grpo.gradient_accumulation_steps == 4
     assert (cpu.grpo.prompts, gpu.grpo.prompts) == (16, None)
+    learn = get_profile("grpo-long")  # the smaller SFT, then GRPO on the reward as the held-out curve scores it
+    assert learn.model == cpu.model and learn.lora == cpu.lora and learn.sft.max_steps == 9
+    assert learn.sft.model_copy(update={"max_steps": 20}) == cpu.sft
+    assert (learn.grpo.prompts, learn.grpo.max_steps, learn.grpo.learning_rate) == (None, 20, 1e-3)
+    assert learn.grpo.reward_as_evaluated and not cpu.grpo.reward_as_evaluated
     tuned = get_profile("gpu", {"grpo": {"max_steps": 3}, "lora": {"r": 4}})
     assert tuned.grpo.max_steps == 3 and tuned.grpo.num_generations == 8 and tuned.lora.r == 4
     with pytest.raises(InputError, match="grpo"):

@@ -39,6 +39,22 @@ class HeldoutPrompt(BaseModel):
     hints: str = ""
 
 
+def prompts_of(rows: Sequence[Any]) -> list[HeldoutPrompt]:
+    """One prompt per SFT row (``tasks.sftdata.SftRow``): its case, source issue, incomplete and full issue, hints."""
+    return [HeldoutPrompt(case_id=r.case_id, source_id=r.instance_id, incomplete_issue=r.incomplete_issue,
+                          full_issue=r.full_issue, hints=r.hints) for r in rows]
+
+
+def evaluated_reward(cfg: Any, root: Path) -> Any:
+    """The staged reward of ``params.yaml`` as the held-out curve and evaluate@swe score it (each answer alone), with
+    the SHAP weights of ``sft_data.weights`` when that file exists (CLARITI's published weights otherwise)."""
+    from tasks.rewards.staged import StagedReward
+    from tasks.rewards.weights import load_weights
+
+    path = root / cfg.sft_data.weights
+    return StagedReward(cfg.reward_config().as_evaluated(), load_weights(path if path.is_file() else None))
+
+
 class HeldoutPoint(BaseModel):
     model_config = ConfigDict(extra="forbid")
 

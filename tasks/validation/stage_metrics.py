@@ -14,7 +14,7 @@ import math
 from collections.abc import Iterator, Mapping
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from tasks.errors import GateError
 
@@ -63,7 +63,15 @@ class TrainMetrics(_Metrics):
     steps: int = Field(ge=1)
     trainable_params: int = Field(ge=1)
     n_rows: int = Field(ge=1)
-    final_loss: float | None = Field(default=None, ge=0.0)
+    final_loss: float | None = None
+    """SFT's cross-entropy is never negative; GRPO's surrogate loss (group-centred advantages) is near 0, of
+    either sign."""
+
+    @model_validator(mode="after")
+    def _sft_loss(self) -> TrainMetrics:
+        if self.kind == "sft" and self.final_loss is not None and self.final_loss < 0:
+            raise ValueError(f"final_loss {self.final_loss} of an SFT run is negative")
+        return self
 
 
 class EvaluateMetrics(_Metrics):
