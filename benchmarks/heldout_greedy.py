@@ -36,13 +36,14 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     from tasks.params import load_params
+    from tasks.rewards.weights import weights_at
     from tasks.sftdata import SftRow
     from tasks.store import read_jsonl
     from tasks.training.heldout import evaluated_reward, paired_interval, prompts_of, score_answers
     from tasks.training.policy import LocalPolicy
 
     cfg = load_params(args.params)
-    reward = evaluated_reward(cfg, ROOT)
+    reward = evaluated_reward(cfg, weights_at(ROOT / cfg.sft_data.weights))
     rows = read_jsonl(args.heldout, SftRow)[: args.limit]
     prompts = prompts_of(rows)
     result: dict = {"cases": len(prompts), "issues": len({p.source_id for p in prompts}),

@@ -42,7 +42,7 @@ def main(argv: list[str] | None = None) -> int:
     from tasks.errors import InputError
     from tasks.params import load_params
     from tasks.rewards.staged import StagedReward
-    from tasks.rewards.weights import load_weights
+    from tasks.rewards.weights import weights_at
     from tasks.sftdata import SftRow
     from tasks.splits import check_no_overlap
     from tasks.training.policy import LocalPolicy
@@ -59,7 +59,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{heldout} holds rows outside the held-out split (rerun dvc repro sft_data)")
         return 2
     weights_path = ROOT / cfg.sft_data.weights
-    staged = StagedReward(cfg.reward_config(), load_weights(weights_path if weights_path.is_file() else None))
+    staged = StagedReward(cfg.reward_config(), weights_at(weights_path))
     policies = {"base": None, "sft": ROOT / "data/models/sft/adapter", "grpo": ROOT / "data/models/grpo/adapter"}
     answers: dict[str, list[str]] = {"reference (question_writer)": [r.completion[0]["content"] for r in rows]}
     timings: dict[str, float] = {}

@@ -45,13 +45,14 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     from tasks.params import load_params
+    from tasks.rewards.weights import weights_at
     from tasks.sftdata import SftRow
     from tasks.store import read_jsonl
     from tasks.training.heldout import evaluated_reward, prompts_of, score_answers
     from tasks.training.policy import LocalPolicy
 
     cfg = load_params(args.params)
-    reward = evaluated_reward(cfg, ROOT)
+    reward = evaluated_reward(cfg, weights_at(ROOT / cfg.sft_data.weights))
     rows = read_jsonl(args.train, SftRow)
     # flows/train.py: _grpo draws its prompts in this order
     rows = sorted(rows, key=lambda r: hashlib.sha256(f"{args.seed}:{r.case_id}".encode()).hexdigest())[: args.prompts]

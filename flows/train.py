@@ -149,7 +149,7 @@ def _grpo(root, cfg, profile, rows, out_dir, check=None):
 
     from tasks.rewards import trl_glue
     from tasks.rewards.staged import StagedReward
-    from tasks.rewards.weights import load_weights
+    from tasks.rewards.weights import weights_at
     from tasks.training.policy import LocalPolicy
     from tasks.training.prompts import grpo_row
     from tasks.training.trainers import train_grpo
@@ -161,7 +161,7 @@ def _grpo(root, cfg, profile, rows, out_dir, check=None):
     from tasks.sftdata import load_weights as weights_source
 
     weights_path = root / cfg.sft_data.weights
-    weights = load_weights(weights_path if weights_path.is_file() else None)
+    weights = weights_at(weights_path)
     staged = StagedReward(grpo_reward(cfg.reward_config(), profile), weights)
     functions = trl_glue.reward_functions(staged)
     sft_adapter = root / "data" / "models" / "sft" / "adapter"
@@ -196,10 +196,9 @@ def _heldout_callback(root, cfg, staged_weights):
     """The held-out curve: SFT's held-out rows, scored with the reward as evaluate@swe scores (no diversity cache);
     None when the split holds no held-out row."""
     from tasks.errors import InputError
-    from tasks.rewards.staged import StagedReward
     from tasks.sftdata import SftRow
     from tasks.store import read_jsonl
-    from tasks.training.heldout import heldout_callback, prompts_of
+    from tasks.training.heldout import evaluated_reward, heldout_callback, prompts_of
 
     path = root / "data" / "sft" / "heldout.jsonl"
     rows = read_jsonl(path, SftRow) if path.is_file() else []
@@ -211,7 +210,7 @@ def _heldout_callback(root, cfg, staged_weights):
     settings = cfg.training.heldout
     rows = rows[: settings.limit] if settings.limit else rows
     prompts = prompts_of(rows)
-    reward = StagedReward(cfg.reward_config().as_evaluated(), staged_weights)
+    reward = evaluated_reward(cfg, staged_weights)
     return heldout_callback(prompts, reward, every=settings.every, max_new_tokens=settings.max_new_tokens)
 
 

@@ -341,6 +341,8 @@ def test_weights_from_shap_file_or_published(tmp_path, monkeypatch):
     monkeypatch.setattr(weights_module, "SHAP_WEIGHTS", tmp_path / "absent.json")
     default = load_weights()
     assert default.weights == CLARITI_WEIGHTS and default.source == "clariti-published"
+    assert weights_module.weights_at(path).weights["reproduction"] == 0.9  # the file when it exists ...
+    assert weights_module.weights_at(tmp_path / "no-shap-run.json") == default  # ... else the default
     path.write_text("{}")
     with pytest.raises(InputError, match=re.escape("weights.json: field 'weights'")):
         load_weights(path)

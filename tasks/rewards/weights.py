@@ -57,6 +57,11 @@ def from_mapping(mapping: Mapping[str, float], source: str = "given") -> Relevan
     return RelevanceWeights(weights=out, source=source)
 
 
+def weights_at(path: Path) -> RelevanceWeights:
+    """The weights in ``path`` when that file exists (the ``shap`` stage ran), else :func:`load_weights`' default."""
+    return load_weights(path if path.is_file() else None)
+
+
 def load_weights(path: Path | None = None) -> RelevanceWeights:
     """``path`` (a ``shap`` stage weights.json, key ``weights``); by default the project's own when present,
     else CLARITI's published weights."""

@@ -45,14 +45,11 @@ def prompts_of(rows: Sequence[Any]) -> list[HeldoutPrompt]:
                           full_issue=r.full_issue, hints=r.hints) for r in rows]
 
 
-def evaluated_reward(cfg: Any, root: Path) -> Any:
-    """The staged reward of ``params.yaml`` as the held-out curve and evaluate@swe score it (each answer alone), with
-    the SHAP weights of ``sft_data.weights`` when that file exists (CLARITI's published weights otherwise)."""
+def evaluated_reward(cfg: Any, weights: Any) -> Any:
+    """The staged reward of ``params.yaml`` as the held-out curve and evaluate@swe score it (each answer alone)."""
     from tasks.rewards.staged import StagedReward
-    from tasks.rewards.weights import load_weights
 
-    path = root / cfg.sft_data.weights
-    return StagedReward(cfg.reward_config().as_evaluated(), load_weights(path if path.is_file() else None))
+    return StagedReward(cfg.reward_config().as_evaluated(), weights)
 
 
 class HeldoutPoint(BaseModel):
