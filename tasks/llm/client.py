@@ -109,6 +109,39 @@ def _is_retryable(err: BaseException) -> bool:
     return isinstance(status, int) and status >= 500
 
 
+GRAMMAR_MAX_STRING = 240
+"""``maxLength`` given to free strings in a schema sent for grammar-constrained decoding (a small model can loop in
+a string until ``max_tokens``)."""
+GRAMMAR_MAX_ITEMS = 12
+"""``maxItems`` given to unbounded lists in such a schema."""
+
+
+def grammar_schema(node: Any) -> Any:
+    """A JSON schema as a grammar should follow it: every listed property required (optional fields let a grammar end
+    the object early), no ``default``, free strings and lists bounded. What it accepts is a subset of what the
+    original accepts, so a reply is still validated by the role's own model."""
+    if isinstance(node, list):
+        return [grammar_schema(item) for item in node]
+    if not isinstance(node, dict):
+        return node
+    out = {key: ({name: grammar_schema(sub) for name, sub in value.items()}
+                 if key in ("properties", "$defs") and isinstance(value, dict) else grammar_schema(value))
+           for key, value in node.items() if key != "default"}
+    if isinstance(out.get("properties"), dict):
+        out["required"] = list(out["properties"])
+    if out.get("type") == "string" and not {"enum", "const", "pattern", "format", "maxLength"} & set(out):
+        out["maxLength"] = GRAMMAR_MAX_STRING
+    if out.get("type") == "array" and "maxItems" not in out:
+        out["maxItems"] = GRAMMAR_MAX_ITEMS
+    return out
+
+
+def json_object_schema_format(schema: type[BaseModel]) -> dict[str, Any]:
+    """llama-cpp-python's server dialect: JSON mode with the schema beside it (``{"type": "json_object", "schema":
+    ...}``), which it turns into a grammar; it refuses OpenAI's ``json_schema``."""
+    return {"type": "json_object", "schema": grammar_schema(schema.model_json_schema())}
+
+
 _FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.S)
 
 
@@ -308,6 +341,8 @@ class LLMClient:
             return {}
         if cfg.structured_output == "json_schema":
             return {"response_format": schema}
+        if cfg.structured_output == "json_object_schema":
+            return {"response_format": json_object_schema_format(schema)}
         try:
             supported = _litellm().supports_response_schema(model=cfg.model)
         except Exception:  # noqa: BLE001 - unmapped model: rely on the prompt and our validation

@@ -44,10 +44,12 @@ class RoleConfig(BaseModel):
     """Retries of one call on timeouts, rate limits, connection errors and 5xx (exponential backoff + jitter)."""
     max_regenerations: int = Field(default=3, ge=0)
     """Extra generations with a repair message when the output does not parse into the role's schema."""
-    structured_output: Literal["auto", "json_schema", "prompt"] = "auto"
+    structured_output: Literal["auto", "json_schema", "json_object_schema", "prompt"] = "auto"
     """How the output schema reaches the model: ``json_schema`` always sends it as ``response_format`` (vLLM and
-    most OpenAI-compatible servers constrain decoding to it), ``prompt`` only in the prompt, ``auto`` as
-    ``response_format`` where litellm's model map says the model supports it. Replies are validated either way."""
+    most OpenAI-compatible servers constrain decoding to it), ``json_object_schema`` as ``{"type": "json_object",
+    "schema": ...}`` (llama-cpp-python's server, which refuses ``json_schema``; ``make llm-server``), ``prompt`` only
+    in the prompt, ``auto`` as ``response_format`` where litellm's model map says the model supports it. Replies are
+    validated either way."""
     extra: dict[str, Any] = Field(default_factory=dict)
     """Further litellm keyword arguments (``top_p``, ``seed``, ``extra_body``, ``extra_headers``); part of the
     call-cache key. Never a key: the arguments the client sets itself and auth headers are refused."""

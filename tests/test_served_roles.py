@@ -1,0 +1,87 @@
+"""Every role against a real inference server: llama-cpp-python's server (``make llm-server``) serving the embedded
+SmolLM2-135M GGUF, started once per test run, each role's request sent through the project's client in the server's
+dialect (``json_object`` + schema, decoding constrained by grammar). A 135M model writes floor-quality content; what
+is checked is that each role comes back as a parsed record of its own schema or as a counted failure of a known kind,
+never a crash or a silent gap. Skipped when llama-cpp-python (the ``serve`` extra, ``make setup``) is not installed.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tasks.clarifiers.base import OPTIMIZATION_CONTEXT
+from tasks.llm import server
+from tasks.llm.client import LLMClient
+from tasks.llm.records import RoleFailure
+from tasks.roles.base import run_role
+from tasks.roles.config import ROLE_NAMES, RolesParams, describe_roles
+from tasks.roles.registry import get_spec
+from tests.test_roles_llm_backend import example
+
+FAILURE_KINDS = {"invalid_output", "transient", "provider"}
+TEST_MAX_TOKENS = 96
+"""Each role's budget in this test (the preset's cap is larger): keeps 26 calls on 2 busy cores well under a minute;
+a reply cut by it is a counted ``invalid_output``."""
+
+
+@pytest.fixture(scope="session")
+def served(tmp_path_factory):
+    """The real server, started once per test run in its own state folder, stopped at the end."""
+    if not server.installed():
+        pytest.skip("llama-cpp-python is not installed (the `serve` extra: make setup or pip install -e '.[serve]')")
+    folder = tmp_path_factory.mktemp("llm-server")
+    base = server.start(folder, timeout=120)
+    yield folder, base
+    server.stop(folder)
+
+
+@pytest.fixture
+def served_roles(served, monkeypatch) -> RolesParams:
+    """``roles.preset: served`` resolved against the session's server."""
+    folder, _ = served
+    monkeypatch.setattr(server, "state_dir", lambda root=None: folder)
+    return RolesParams.model_validate({"preset": "served"})
+
+
+def test_every_role_gets_a_parsed_record_or_a_counted_failure_from_the_real_server(served, served_roles):
+    client = LLMClient(use_cache=False)
+    outcomes: dict[str, object] = {}
+    for name in ROLE_NAMES:
+        spec = get_spec(name)
+        cfg = served_roles.get(name).model_copy(update={"max_tokens": TEST_MAX_TOKENS, "max_regenerations": 0})
+        # the server's dialect: JSON mode with the role's schema, every property required
+        fmt = LLMClient._format_kwargs(cfg, spec.output_model)["response_format"]
+        assert fmt["type"] == "json_object" and set(fmt["schema"]["required"]) == set(fmt["schema"]["properties"])
+        inp = spec.input_model.model_validate(example(name))
+        [outcomes[name]] = run_role(spec, [inp], cfg, domain=OPTIMIZATION_CONTEXT, client=client)
+    usage = client.accounting.snapshot()
+    parsed = [n for n, o in outcomes.items() if isinstance(o, get_spec(n).output_model)]
+    failed = {n: o for n, o in outcomes.items() if isinstance(o, RoleFailure)}
+    assert set(parsed) | set(failed) == set(ROLE_NAMES)
+    for name, failure in failed.items():
+        assert failure.kind in FAILURE_KINDS and failure.role == name, failure
+        assert usage[name]["failures"] == 1
+    for name in ROLE_NAMES:  # every role reached the server: a provider call with tokens counted, and its latency
+        row = usage[name]
+        assert row["model"] == f"openai/{server.MODEL_NAME}" and row["requests"] == 1
+        assert row["provider_calls"] >= 1 and row["completion_tokens"] > 0 and row["latency_s"] > 0, (name, row)
+    # grammar-constrained decoding makes most replies records of their schema even from a 135M model
+    assert len(parsed) >= len(ROLE_NAMES) // 2, {n: f.message for n, f in failed.items()}
+
+
+def test_the_served_preset_points_every_role_at_the_server(served, served_roles):
+    _, base = served
+    described = describe_roles(served_roles)
+    for name in ROLE_NAMES:
+        cfg = served_roles.get(name)
+        assert (cfg.backend, cfg.api_base, cfg.structured_output) == ("llm", base, "json_object_schema")
+        assert cfg.max_tokens <= server.SERVED_MAX_TOKENS
+        assert described[name]["model"] == f"openai/{server.MODEL_NAME}" and described[name]["api_base"] == base
+    assert server.start(served[0]) == base  # idempotent: the running server's URL, no second process
+
+
+def test_the_served_preset_without_a_server_says_how_to_start_one(tmp_path, monkeypatch):
+    monkeypatch.setattr(server, "state_dir", lambda root=None: tmp_path)
+    with pytest.raises(ValueError, match="make llm-server"):
+        RolesParams.model_validate({"preset": "served"})
+    assert server.url(tmp_path) is None and server.stop(tmp_path) is False
