@@ -43,30 +43,55 @@ def served_roles(served, monkeypatch) -> RolesParams:
     return RolesParams.model_validate({"preset": "served"})
 
 
-def test_every_role_gets_a_parsed_record_or_a_counted_failure_from_the_real_server(served, served_roles):
+def send_each(names, roles: RolesParams) -> tuple[dict[str, object], dict[str, dict]]:
+    """One request per role through the project's client (no call cache), in the server's dialect."""
     client = LLMClient(use_cache=False)
     outcomes: dict[str, object] = {}
-    for name in ROLE_NAMES:
+    for name in names:
         spec = get_spec(name)
-        cfg = served_roles.get(name).model_copy(update={"max_tokens": TEST_MAX_TOKENS, "max_regenerations": 0})
+        cfg = roles.get(name).model_copy(update={"max_tokens": TEST_MAX_TOKENS, "max_regenerations": 0})
         # the server's dialect: JSON mode with the role's schema, every property required
         fmt = LLMClient._format_kwargs(cfg, spec.output_model)["response_format"]
         assert fmt["type"] == "json_object" and set(fmt["schema"]["required"]) == set(fmt["schema"]["properties"])
         inp = spec.input_model.model_validate(example(name))
         [outcomes[name]] = run_role(spec, [inp], cfg, domain=OPTIMIZATION_CONTEXT, client=client)
-    usage = client.accounting.snapshot()
+    return outcomes, client.accounting.snapshot()
+
+
+def check_outcomes(outcomes: dict[str, object], usage: dict[str, dict]) -> list[str]:
+    """Each role a record of its own schema or a failure of a known kind, counted; every call reached the server
+    (tokens and latency counted). Returns the roles that came back parsed."""
     parsed = [n for n, o in outcomes.items() if isinstance(o, get_spec(n).output_model)]
     failed = {n: o for n, o in outcomes.items() if isinstance(o, RoleFailure)}
-    assert set(parsed) | set(failed) == set(ROLE_NAMES)
+    assert set(parsed) | set(failed) == set(outcomes)
     for name, failure in failed.items():
         assert failure.kind in FAILURE_KINDS and failure.role == name, failure
         assert usage[name]["failures"] == 1
-    for name in ROLE_NAMES:  # every role reached the server: a provider call with tokens counted, and its latency
+    for name in outcomes:
         row = usage[name]
-        assert row["model"] == f"openai/{server.MODEL_NAME}" and row["requests"] == 1
+        assert row["model"] == server.SERVED_ROLE["model"] and row["requests"] == 1
         assert row["provider_calls"] >= 1 and row["completion_tokens"] > 0 and row["latency_s"] > 0, (name, row)
-    # grammar-constrained decoding makes most replies records of their schema even from a 135M model
-    assert len(parsed) >= len(ROLE_NAMES) // 2, {n: f.message for n, f in failed.items()}
+    return parsed
+
+
+QUICK_ROLES = ("rewriter", "or_gap_alignment", "question_detector")
+"""Three roles with short prompts (200-400 tokens): the default suite's check of the real server."""
+
+
+def test_short_prompt_roles_get_records_from_the_real_server(served, served_roles):
+    outcomes, usage = send_each(QUICK_ROLES, served_roles)
+    parsed = check_outcomes(outcomes, usage)
+    # grammar-constrained decoding: these three came back as records of their schema in every measured run
+    assert len(parsed) >= 2, outcomes
+
+
+@pytest.mark.slow
+def test_every_role_gets_a_parsed_record_or_a_counted_failure_from_the_real_server(served, served_roles):
+    """Every role, one request each: 1.5-5 min on 2 shared cores (prompts of 200-1,400 tokens at 60-200 tokens/s)."""
+    outcomes, usage = send_each(ROLE_NAMES, served_roles)
+    parsed = check_outcomes(outcomes, usage)
+    # most replies are records of their schema even from a 135M model (measured: 14 of 26 with 96 tokens each)
+    assert len(parsed) >= len(ROLE_NAMES) // 3, {n: o for n, o in outcomes.items() if n not in parsed}
 
 
 def test_the_served_preset_points_every_role_at_the_server(served, served_roles):
@@ -76,7 +101,7 @@ def test_the_served_preset_points_every_role_at_the_server(served, served_roles)
         cfg = served_roles.get(name)
         assert (cfg.backend, cfg.api_base, cfg.structured_output) == ("llm", base, "json_object_schema")
         assert cfg.max_tokens <= server.SERVED_MAX_TOKENS
-        assert described[name]["model"] == f"openai/{server.MODEL_NAME}" and described[name]["api_base"] == base
+        assert described[name]["model"] == server.SERVED_ROLE["model"] and described[name]["api_base"] == base
     assert server.start(served[0]) == base  # idempotent: the running server's URL, no second process
 
 

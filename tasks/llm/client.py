@@ -165,9 +165,21 @@ def parse_output(text: str, schema: type[M]) -> M:
         try:
             return schema.model_validate_json(candidate)
         except ValidationError as err:
+            lenient = _with_raw_control_characters(candidate, schema)
+            if lenient is not None:
+                return lenient
             if candidate is candidates[-1]:
                 raise err from None
     raise AssertionError("unreachable")
+
+
+def _with_raw_control_characters(candidate: str, schema: type[M]) -> M | None:
+    """The candidate read with raw newlines and tabs allowed inside strings (strict JSON refuses them; llama.cpp's
+    grammar lets a model write them), or None when that does not validate either."""
+    try:
+        return schema.model_validate(json.loads(candidate, strict=False))
+    except (ValueError, ValidationError):
+        return None
 
 
 def _error_line(err: Exception) -> str:
