@@ -112,7 +112,7 @@ def _is_retryable(err: BaseException) -> bool:
 GRAMMAR_MAX_STRING = 240
 """``maxLength`` given to free strings in a schema sent for grammar-constrained decoding (a small model can loop in
 a string until ``max_tokens``)."""
-GRAMMAR_MAX_ITEMS = 12
+GRAMMAR_MAX_ITEMS = 8
 """``maxItems`` given to unbounded lists in such a schema."""
 
 
