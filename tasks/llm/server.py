@@ -24,7 +24,8 @@ from tasks.prefect_server import _pid_alive, free_port, stop_pid
 
 HOST = "127.0.0.1"
 MODEL_NAME = "smollm2-135m-instruct"
-"""The name the server answers to (``--model_alias``); roles call it as ``openai/<MODEL_NAME>``."""
+"""The name the server answers to (``--model_alias``); roles call it as ``hosted_vllm/<MODEL_NAME>``: litellm's
+OpenAI-compatible provider that needs no key (its ``openai/`` provider refuses a call without one)."""
 N_CTX = 4096
 """Context window of the served model (SmolLM2 was trained to 8192); prompts with their schema fit, a loop cannot
 run past it."""
@@ -46,10 +47,11 @@ SERVED_ROLE = {
 dialect (``json_object`` + schema, decoding constrained by grammar), one repair try, one retry (a local server does
 not rate-limit), and 2 requests in flight (the server decodes one request at a time; a second one queued keeps it
 busy)."""
-SERVED_MAX_TOKENS = 384
-"""``max_tokens`` of a served role is its own, capped at this: a 135M model under a grammar can loop inside a string
-until the limit, and on 2 CPU cores (about 20-60 tokens/s) a 4096-token budget is minutes per call. A reply cut by
-the limit fails as ``invalid_output`` and is counted."""
+SERVED_MAX_TOKENS = 1024
+"""``max_tokens`` of a served role is its own, capped at this: the sent schema bounds strings and lists
+(``tasks/llm/client.py: grammar_schema``), so only list-shaped replies (the decomposer's units) come near it, and on
+2 CPU cores (about 15-20 tokens/s) 4096 tokens would be minutes per call. A reply cut by the limit fails as
+``invalid_output`` and is counted."""
 
 
 def state_dir(root: Path | None = None) -> Path:
@@ -88,12 +90,13 @@ def _read(folder: Path) -> tuple[int, str] | None:
 
 
 def url(folder: Path | None = None) -> str | None:
-    """The ``/v1`` base URL of the running server, or None when none of ours is running and ready."""
+    """The ``/v1`` base URL of our running server, or None. Only the process is checked: while the server decodes a
+    request it may not answer ``/v1/models`` in time (it was ready when :func:`start` returned)."""
     state = _read(folder or state_dir())
     if state is None:
         return None
     pid, base = state
-    return base if _ours(pid) and ready(base, timeout=2.0) else None
+    return base if _ours(pid) else None
 
 
 def _write(path: Path, text: str) -> None:
@@ -196,7 +199,7 @@ def main(argv: list[str] | None = None) -> int:
         except RuntimeError as err:
             print(f"llm server: {err}", file=sys.stderr)
             return 1
-        print(f"llm server ready at {base} ({time.monotonic() - t0:.1f} s); model openai/{MODEL_NAME}; "
+        print(f"llm server ready at {base} ({time.monotonic() - t0:.1f} s); roles call it as {SERVED_ROLE['model']}; "
               f"log {state_dir() / 'server.log'}")
     elif args.command == "stop":
         print("llm server stopped" if stop() else "no llm server was running")
