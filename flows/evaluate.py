@@ -195,7 +195,7 @@ def evaluate_episodes(domain: str, params: str, out: str | None, runner: str | N
         metrics = {"backend": backend_line(cfg.roles, fallbacks=fallbacks), "cases": len(cases),
                    "repeats": settings.repeats, "episodes": len(results),
                    "role_failures": {c.role: c.failures for c in failures}, "fallbacks": fallbacks,
-                   **({"sanity": ladder} if ladder else {}),
+                   **({"sanity": ladder} if ladder else {}), **llm_calls_entry(client),
                    "split": {"evaluated": "all (policy rows: heldout)", "cases": split_counts(cases),
                              "policies": {name: row for name, row in check_policies(cases, settings).items()
                                           if row["split"] == "heldout"}},
@@ -211,6 +211,16 @@ def evaluate_episodes(domain: str, params: str, out: str | None, runner: str | N
             "rows": len(summary["rows"]) + len(summary["reference_rows"]),
             "seconds": round(time.monotonic() - started, 1),
             "out": str(out_dir.relative_to(root)) if out_dir.is_relative_to(root) else str(out_dir)}
+
+
+def llm_calls_entry(client=None) -> dict:
+    """``llm_roles`` for the stage metrics: each LLM role's calls in this run, failures by kind, regenerations,
+    retries and tokens (its summed latency goes to the timings file); nothing when every role ran locally."""
+    from tasks.llm.client import default_client
+    from tasks.roles.failures import llm_role_calls
+
+    calls = llm_role_calls((client or default_client()).accounting.snapshot())
+    return {"llm_roles": calls} if calls else {}
 
 
 def check_ladder(summary: dict, settings, *, artifact: str, served: bool = False) -> list[str]:
@@ -261,6 +271,7 @@ def evaluate_questions(domain: str, params: str, out: str | None, runner: str | 
                    **metric_rows(summary["methods"], summary["reference_methods"], _swe_headline)}
         if "abstention" in summary:
             metrics["abstention"] = summary["abstention"]["methods"]
+        metrics.update(llm_calls_entry())
         check_stage_metrics(f"evaluate/{domain}", metrics, counts={"cases": len(inputs.cases)})
         publish_with_metrics(staging, out_dir, root, f"evaluate/{domain}", metrics)
     from tasks.evaluation.plots import plot_data_path

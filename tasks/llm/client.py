@@ -395,7 +395,7 @@ class LLMClient:
                 try:
                     return await self.astructured(role=role, cfg=cfg, messages=msgs, schema=schema, sample=sample)
                 except LLMCallFailed as failed:
-                    self.accounting.add(role, model=cfg.model, failures=1)
+                    self.accounting.fail(role, model=cfg.model, kind=failed.kind)
                     return failed.to_failure(role)
                 finally:
                     if bar is not None:
