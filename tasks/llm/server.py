@@ -30,9 +30,8 @@ N_CTX = 4096
 """Context window of the served model (SmolLM2 was trained to 8192); prompts with their schema fit, a loop cannot
 run past it."""
 
-CACHE_BYTES = 2 * 1024**3
-"""The server's prompt-state cache (about 50 MB per kept prompt at this context size)."""
-
+# No ``--cache``: its RAM prompt-state cache grew the server to 13 GB within ten minutes of an evaluation (measured),
+# whatever ``--cache_size`` says; without it the server still reuses the part of a prompt it shares with the last one.
 SERVED_ROLE = {
     "backend": "llm",
     "model": f"hosted_vllm/{MODEL_NAME}",
@@ -112,9 +111,6 @@ def command(model: Path, port: int, *, host: str = HOST, threads: int | None = N
         "--host", host, "--port", str(port),
         "--n_ctx", str(N_CTX),
         "--n_threads", str(threads or os.cpu_count() or 1),
-        # keep the evaluated state of recent prompts (RAM): a role's next call re-reads only what follows its system
-        # prompt, even when other roles' calls came in between (prompt reading is most of a call's time on a CPU)
-        "--cache", "True", "--cache_size", str(CACHE_BYTES),
         "--verbose", "False",
     ]
 
