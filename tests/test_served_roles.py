@@ -110,3 +110,29 @@ def test_the_served_preset_without_a_server_says_how_to_start_one(tmp_path, monk
     with pytest.raises(ValueError, match="make llm-server"):
         RolesParams.model_validate({"preset": "served"})
     assert server.url(tmp_path) is None and server.stop(tmp_path) is False
+
+
+def test_failed_requests_are_counted_by_kind_for_the_stage_metrics(tmp_path):
+    import time
+
+    from tasks.llm.accounting import Accounting
+    from tasks.llm.cache import CallCache
+    from tasks.llm.providers import ensure_registered
+    from tasks.llm.providers.mock import MockScript, register
+    from tasks.llm.records import RoleConfig
+    from tasks.roles.failures import llm_role_calls
+
+    ensure_registered()
+    model = register(f"garbage-{time.time_ns()}", MockScript(outputs=["not JSON at all"]))
+    spec = get_spec("question_detector")
+    client = LLMClient(CallCache(tmp_path / "calls.sqlite"), accounting=Accounting())
+    client.accounting.add("annotator", backend="local", model="local-rules", requests=4)
+    outs = run_role(spec, [spec.input_model(turn="What is the deadline?"), spec.input_model(turn="READY")],
+                    RoleConfig(backend="llm", model=model, max_regenerations=1), domain=OPTIMIZATION_CONTEXT,
+                    client=client)
+    assert all(isinstance(o, RoleFailure) and o.kind == "invalid_output" for o in outs)
+    calls = llm_role_calls(client.accounting.snapshot())
+    assert set(calls) == {"question_detector"}  # local roles are not listed
+    row = calls["question_detector"]
+    assert (row["requests"], row["failures"], row["failures_by_kind"]) == (2, 2, {"invalid_output": 2})
+    assert row["regenerations"] == 2 and row["provider_calls"] == 4 and row["model"] == model
