@@ -18,7 +18,8 @@ schemas"), which the other providers' schema modes accept as a common subset:
   any one enum of more than 250 values.
 
 ``sent_schema`` derives the schema from the role's pydantic record, so the record stays the one place that says what
-an output is: defaults and string lengths are dropped (the record's own validation still enforces them on the reply),
+an output is: defaults and length, size and number bounds are dropped (the record's own validation still enforces
+them on the reply, and a reply that breaks one gets the repair retry),
 every property becomes required and the optional ones nullable, every object closed. An open map
 (``dict[str, str]``) is left as it is, so the check catches it: such a field must be reshaped in the record.
 """
@@ -48,8 +49,11 @@ MAX_ENUM_VALUES = 1000
 LARGE_ENUM = 250
 MAX_LARGE_ENUM_CHARS = 15_000
 
-DROPPED_WHEN_SENT = ("default", "minLength", "maxLength")
-"""Keywords ``sent_schema`` removes: the record's validation enforces them on the reply anyway."""
+DROPPED_WHEN_SENT = ("default", "minLength", "maxLength", "minimum", "maximum", "exclusiveMinimum",
+                     "exclusiveMaximum", "multipleOf", "minItems", "maxItems")
+"""Keywords ``sent_schema`` removes: the record's validation enforces them on the reply anyway, and not every
+provider's schema mode takes them (Anthropic's native output format refuses ``minimum`` on an integer and
+``minItems`` other than 0 or 1), so the sent schema keeps to what all of them accept."""
 
 
 def _resolve(ref: str, root: dict) -> dict | None:
