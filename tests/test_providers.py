@@ -250,3 +250,54 @@ def test_litellms_anthropic_translation_parses_back_into_every_role_record(model
         assert shapes == ({(True, False)} if "3-5" in model else {(False, True)})
     finally:
         srv.stop()
+
+
+# ---- presets: the references' sampling and reasoning budgets -------------------------------------------------------
+
+def _params_roles() -> dict:
+    import yaml
+
+    from tests.conftest import ROOT
+
+    return yaml.safe_load((ROOT / "params.yaml").read_text())["roles"]
+
+
+def test_the_reference_sampling_applies_to_served_roles_only():
+    from tasks.roles.config import RolesParams
+
+    roles = _params_roles()
+    assert RolesParams.model_validate(roles).or_generic_agent.temperature == 0.0  # off by default: nothing changes
+    roles["preset"]["references"]["use"] = True
+    roles["preset"]["agent"] = {"model": "openai/gpt-4o-mini"}
+    roles["preset"]["user"] = {"model": "openai/gpt-4o-mini", "temperature": 0.5}  # a written field wins
+    params = RolesParams.model_validate(roles)
+    assert (params.or_generic_agent.temperature, params.or_generic_agent.max_retries) == (0.2, 10)
+    assert params.or_question_selector.temperature == 0.0 and params.or_question_selector.max_retries == 10
+    assert params.or_open_user.temperature == 0.5 and params.or_open_user.timeout_s == 180
+    assert params.slot_hit_judge.backend == "local" and params.slot_hit_judge.max_retries == 4  # local: untouched
+
+
+def test_the_reasoning_preset_sets_budgets_and_temperature_of_llm_roles():
+    from tasks.roles.config import RolesParams
+
+    roles = _params_roles()
+    roles["preset"]["reasoning"]["use"] = True
+    roles["decomposer"] = {**roles["decomposer"], "backend": "llm", "max_tokens": 16000}
+    roles["swe_user"] = {**roles["swe_user"], "backend": "llm"}
+    params = RolesParams.model_validate(roles)
+    assert (params.swe_user.max_tokens, params.swe_user.temperature, params.swe_user.timeout_s) == (8192, 1.0, 600)
+    assert params.decomposer.max_tokens == 16000  # a larger own budget stays
+    assert params.annotator.max_tokens == 1024 and params.annotator.temperature == 0.0  # local: untouched
+
+
+def test_the_served_policy_example_row_is_valid_options():
+    import re
+
+    import yaml
+
+    from tasks.evaluation.questions.methods import LlmOptions
+    from tests.conftest import ROOT
+
+    [row] = re.findall(r"# (- \{name: served_policy.*)", (ROOT / "params.yaml").read_text())
+    options = LlmOptions.model_validate(yaml.safe_load(row)[0]["options"])
+    assert (options.temperature, options.max_tokens, options.extra) == (0.9, 256, {"top_p": 0.9})
