@@ -44,6 +44,21 @@ TORCH_CUDA ?= cu130
 TORCH_INDEX ?= https://download.pytorch.org/whl/$(TORCH_CUDA)
 TORCH_CPU_INDEX ?= https://download.pytorch.org/whl/cpu
 TORCH_BUILD = $(if $(filter auto,$(TORCH)),$(if $(shell nvidia-smi >/dev/null 2>&1 && echo yes),cuda,cpu),$(filter cpu cuda,$(TORCH)))
+# Checked on every make call, not only when the set-up runs: a wrong value stops at once, and a TORCH given on the
+# command line that differs from the build already in .venv says how to switch instead of being ignored.
+ifeq ($(filter auto cpu cuda,$(TORCH)),)
+$(error TORCH must be auto, cpu or cuda, not '$(TORCH)')
+endif
+ifeq ($(origin TORCH),command line)
+ifneq ($(wildcard $(STAMP)),)
+INSTALLED_BUILD := $(shell $(PY) -c 'import torch; print("cuda" if torch.version.cuda else "cpu")' 2>/dev/null)
+ifneq ($(filter-out auto,$(TORCH)),)
+ifneq ($(INSTALLED_BUILD),$(TORCH))
+$(warning TORCH=$(TORCH), but $(VENV) has the $(INSTALLED_BUILD) build of torch: to switch, rm $(STAMP) && make setup TORCH=$(TORCH))
+endif
+endif
+endif
+endif
 TORCH_INSTALL_cpu = $(PY) -m pip install -q "torch==$(TORCH_VERSION)+cpu" 2>/dev/null || \
 	$(PY) -m pip install -q "torch==$(TORCH_VERSION)+cpu" --extra-index-url $(TORCH_CPU_INDEX) || \
 	{ echo "torch: no torch==$(TORCH_VERSION)+cpu ($(TORCH_CPU_INDEX) unreachable): plain torch==$(TORCH_VERSION)"; \
@@ -76,7 +91,6 @@ $(DOCS_STAMP): $(STAMP) tasks/validation/docs_assets.py
 	@if $(PY) -m tasks.validation.docs_assets; then touch $@; else echo "docs assets: not vendored; make setup tries again"; fi
 
 $(STAMP): pyproject.toml
-	$(if $(TORCH_BUILD),,$(error TORCH must be auto, cpu or cuda, not '$(TORCH)'))
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	@echo "torch: installing the $(TORCH_BUILD) build of torch $(TORCH_VERSION) (TORCH=$(TORCH))"
@@ -110,7 +124,8 @@ run: server
 	@start=$$(date +%s); \
 	if [ -z "$$PREFECT_API_URL" ]; then export PREFECT_API_URL=$$($(PY) -m tasks.prefect_server url); fi; \
 	dvc repro && \
-	echo "" && echo "pipeline finished in $$(( $$(date +%s) - start )) s" && \
+	echo "" && echo "pipeline finished in $$(( $$(date +%s) - start )) s; the stages that ran:" && \
+	$(PY) -m tasks.stage_times --since $$start && echo "" && \
 	echo "  cases:    data/cases/<domain>/cases.jsonl" && \
 	echo "  metrics:  data/metrics/ (dvc metrics show)" && \
 	echo "  report:   data/report/report.md" && \

@@ -12,8 +12,8 @@ agent turns, ``json_object`` + schema, decoding constrained by grammar):
 - ``client``: the same requests through the project's client (``LLMClient.map_structured``: litellm, retries,
   validation, accounting) at each concurrency; ``client_overhead_ms`` is the client's own cost per call, measured
   against the mock provider (no server, no sleep).
-- ``served_run`` (``--run``): the calls/s and tokens/s of a finished served evaluation in a project copy, from its
-  stage metrics' role accounting (provider calls, tokens, summed call latency).
+- ``served_run`` (``--run``, ``--run-wall-s``): the calls/s and tokens/s of a finished served evaluation in a project
+  copy, from the per-row role usage of its outputs (provider calls, tokens, summed call latency, wall time).
 
 Results go to stdout and ``benchmarks/results/served_eval/<UTC date>.json``, with the machine's load average: on a
 shared 2-core machine every figure moves with what else runs.
@@ -130,23 +130,32 @@ def client_overhead_ms(calls: int = 200) -> float:
     return round((time.perf_counter() - started) / calls * 1000, 2)
 
 
-def served_run(copy: Path) -> dict:
-    """calls/s and tokens/s of a finished served evaluation, from its stage metrics' role accounting."""
+def served_run(copy: Path, wall_s: float | None = None) -> dict:
+    """calls/s and tokens/s of a finished served evaluation in a project copy, from the per-row role usage its
+    outputs keep (``data/eval/swe/rows.jsonl``; ``data/eval/<domain>/episodes.jsonl`` for episode domains): per
+    second of summed call time (the server's busy time when calls do not overlap) and, with ``wall_s`` (the stage's
+    wall time), per second of wall time."""
     out: dict = {}
-    for path in sorted((copy / "data" / "metrics" / "stages").glob("*/*.json")):
-        data = json.loads(path.read_text())
-        usage = (data.get("llm") or {}).get("roles") or data.get("roles_usage") or data.get("usage") or {}
-        llm = {k: v for k, v in usage.items() if isinstance(v, dict) and v.get("backend", "llm") == "llm"}
-        calls = sum(v.get("provider_calls", 0) for v in llm.values())
+    for path in sorted((copy / "data" / "eval").glob("*/*.jsonl")):
+        calls = tokens = prompt = 0
+        busy = 0.0
+        for line in path.read_text(encoding="utf-8").splitlines():
+            record = json.loads(line)
+            usage = record.get("usage") or (record.get("episode") or {}).get("usage") or {}
+            for row in usage.values():
+                calls += int(row.get("calls", 0))
+                tokens += int(row.get("completion_tokens", 0))
+                prompt += int(row.get("prompt_tokens", 0))
+                busy += float(row.get("latency_s", 0.0))
         if not calls:
             continue
-        busy = sum(v.get("latency_s", 0.0) for v in llm.values())
-        tokens = sum(v.get("completion_tokens", 0) for v in llm.values())
-        out[f"{path.parent.name}@{path.stem}"] = {
-            "provider_calls": calls, "completion_tokens": tokens, "summed_call_latency_s": round(busy, 1),
-            "calls_per_s_of_call_time": round(calls / busy, 3) if busy else None,
-            "completion_tokens_per_s_of_call_time": round(tokens / busy, 2) if busy else None,
-        }
+        figures = {"provider_calls": calls, "prompt_tokens": prompt, "completion_tokens": tokens,
+                   "summed_call_latency_s": round(busy, 1), "calls_per_s_of_call_time": round(calls / busy, 3),
+                   "completion_tokens_per_s_of_call_time": round(tokens / busy, 2)}
+        if wall_s:
+            figures.update(wall_s=wall_s, calls_per_s_of_wall=round(calls / wall_s, 3),
+                           completion_tokens_per_s_of_wall=round(tokens / wall_s, 2))
+        out[f"{path.parent.name}/{path.name}"] = figures
     return out
 
 
@@ -156,6 +165,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 2, 4])
     parser.add_argument("--max-tokens", type=int, default=64)
     parser.add_argument("--run", type=Path, default=None, help="a project copy that ran a served evaluation")
+    parser.add_argument("--run-wall-s", type=float, default=None, help="that evaluation's wall time (seconds)")
     parser.add_argument("--no-write", action="store_true")
     args = parser.parse_args(argv)
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
@@ -186,7 +196,7 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         server.stop(folder)
     if args.run:
-        result["served_run"] = served_run(args.run)
+        result["served_run"] = served_run(args.run, args.run_wall_s)
     result["machine"]["loadavg_after"] = [round(x, 2) for x in os.getloadavg()]
     print(json.dumps(result, indent=2))
     if not args.no_write:

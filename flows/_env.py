@@ -14,6 +14,8 @@ from tasks.store import repo_root
 
 
 def configure(root: Path | None = None) -> Path:
+    """Under ``dvc repro`` (``$DVC_STAGE`` names the stage) the stage's start and end are stamped on stdout and its
+    time recorded (``tasks.stage_times``), for the table ``make run`` prints."""
     root = root or repo_root()
     env = os.environ
     env.setdefault("PREFECT_HOME", str(root / ".prefect"))
@@ -32,4 +34,8 @@ def configure(root: Path | None = None) -> Path:
         url = local_server_url(root)
         if url:
             env["PREFECT_API_URL"] = url
+    if env.get("DVC_STAGE"):
+        from tasks import stage_times
+
+        stage_times.begin(root, env["DVC_STAGE"])
     return root

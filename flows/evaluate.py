@@ -171,7 +171,7 @@ def evaluate_episodes(domain: str, params: str, out: str | None, runner: str | N
     context = domain_context(domain)
     store = episode_store(root / ".cache" / "eval" / domain)
     client = default_client()
-    bar = _progress_bar()
+    bar = _progress_bar(domain, "episodes")
     results, stats = play(cases, settings, cfg.roles, store, domain=context, client=client, runner=runner,
                           cluster=cfg.cluster, progress=bar)
     # a role (a judge, an agent, the simulated user) that failed too often stops the stage before anything is written
@@ -258,7 +258,8 @@ def evaluate_questions(domain: str, params: str, out: str | None, runner: str | 
     results_dir = root / ".cache" / "gx" / "results"
     with staged_dir(out_dir) as staging:
         summary = questions.evaluate_swe(inputs.cases, settings, cfg.roles, staging, root=root, inputs=inputs,
-                                         reward=cfg.reward, progress=_progress_bar(), cluster=cfg.cluster)
+                                         reward=cfg.reward, progress=_progress_bar(domain, "question units"),
+                                         cluster=cfg.cluster)
         run = summary.pop("run", {})
         gate("swe_eval_summary", questions.summary_frame(summary),
              artifact=f"{out_dir.relative_to(root)}/summary.json", results_dir=results_dir)
@@ -317,21 +318,11 @@ def _swe_headline(metrics: dict) -> dict:
     return {k: v for k, v in metrics.items() if isinstance(v, int | float) and not isinstance(v, bool)}
 
 
-def _progress_bar():
-    from tqdm import tqdm
+def _progress_bar(domain: str, unit: str):
+    """Lines with done / total, rate and time left, per method (``tasks.progress``), in a terminal and a log alike."""
+    from tasks.progress import Progress
 
-    bar = None
-
-    def update(done: int, total: int) -> None:
-        nonlocal bar
-        if bar is None:
-            bar = tqdm(total=total, desc="episodes", unit="ep", file=sys.stderr, disable=not sys.stderr.isatty())
-        bar.n = done
-        bar.refresh()
-        if done == total:
-            bar.close()
-
-    return update
+    return Progress(f"evaluate@{domain}", unit)
 
 
 def describe(summary: dict) -> str:

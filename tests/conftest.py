@@ -7,6 +7,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import pytest
@@ -41,15 +42,78 @@ for key, value in {
     os.environ.setdefault(key, value)
 
 
+SERVER_DIR_ENV = "CLARIFYFLOW_TEST_SERVER_DIR"
+"""Set by the controller of a ``pytest -n N`` run: the folder where its one Prefect server writes ``ready`` (the
+URL) or ``failed`` (why). Workers inherit it, so the whole run shares one server."""
+SERVER_TIMEOUT_S = 240
+
+
+def _start_server(folder: Path) -> None:
+    """Start a Prefect server for the run and write its URL (or the reason it failed) under ``folder``."""
+    from tasks import prefect_server
+
+    try:
+        url = prefect_server.start(ROOT, port=prefect_server.free_port(), folder=folder, home=folder / "home",
+                                   timeout=SERVER_TIMEOUT_S)
+    except Exception as err:  # noqa: BLE001 - reported to every worker that asks for the server
+        (folder / "failed").write_text(f"{type(err).__name__}: {err}")
+        return
+    (folder / "ready").write_text(url)
+
+
+def _is_controller(config) -> bool:
+    return not hasattr(config, "workerinput") and bool(getattr(config.option, "numprocesses", None))
+
+
+def pytest_configure(config):
+    config._suite_started = time.monotonic()
+    if _is_controller(config):
+        # One server for every worker, started in the background while the workers collect.
+        import threading
+
+        folder = _TMP / "server"
+        folder.mkdir(parents=True, exist_ok=True)
+        os.environ[SERVER_DIR_ENV] = str(folder)
+        config._server_thread = threading.Thread(target=_start_server, args=(folder,), daemon=True)
+        config._server_thread.start()
+
+
+def pytest_unconfigure(config):
+    thread = getattr(config, "_server_thread", None)
+    if thread is not None:
+        from tasks import prefect_server
+
+        thread.join(timeout=SERVER_TIMEOUT_S)
+        prefect_server.stop(ROOT, folder=_TMP / "server")
+
+
+def _wait_for_shared_server(folder: Path) -> str:
+    deadline = time.monotonic() + SERVER_TIMEOUT_S + 30
+    while time.monotonic() < deadline:
+        if (folder / "ready").is_file():
+            return (folder / "ready").read_text().strip()
+        if (folder / "failed").is_file():
+            raise RuntimeError(f"the run's Prefect server did not start: {(folder / 'failed').read_text()}")
+        time.sleep(0.2)
+    raise RuntimeError(f"the run's Prefect server was not ready after {SERVER_TIMEOUT_S + 30} s ({folder})")
+
+
 @pytest.fixture(scope="session")
 def prefect_api() -> str:
-    """A real Prefect server on a free loopback port, shared by the whole test run."""
+    """A real Prefect server on a free loopback port, shared by the whole test run (every xdist worker too)."""
     assert "prefect" not in sys.modules or os.environ.get("PREFECT_API_URL"), \
         "prefect imported before the server fixture"
+    shared = os.environ.get(SERVER_DIR_ENV)
+    if shared:
+        url = _wait_for_shared_server(Path(shared))
+        os.environ["PREFECT_API_URL"] = url
+        yield url
+        return
     from tasks import prefect_server
 
     folder = _TMP / "server"
-    url = prefect_server.start(ROOT, port=prefect_server.free_port(), folder=folder, home=folder / "home", timeout=240)
+    url = prefect_server.start(ROOT, port=prefect_server.free_port(), folder=folder, home=folder / "home",
+                               timeout=SERVER_TIMEOUT_S)
     os.environ["PREFECT_API_URL"] = url
     yield url
     prefect_server.stop(ROOT, folder=folder)
@@ -154,3 +218,36 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "realdata" in item.keywords:
             item.add_marker(skip)
+
+
+SUITE_BUDGET_S = 360
+"""The default suite's budget, alone on 2 cores (README: Two commands)."""
+SUITE_GUARD_FACTOR = 1.5
+"""The guard fails a full default run only past budget x this: a wide margin, so a loaded machine does not trip it."""
+DEFAULT_MARKEXPR = "not slow and not gpu"
+
+
+def _full_default_run(config) -> bool:
+    return (config.args_source == pytest.Config.ArgsSource.TESTPATHS
+            and config.option.markexpr == DEFAULT_MARKEXPR and not config.option.keyword)
+
+
+def pytest_sessionfinish(session, exitstatus):
+    config = session.config
+    if hasattr(config, "workerinput") or not _full_default_run(config):
+        return
+    budget = float(os.environ.get("CLARIFYFLOW_SUITE_BUDGET_S", SUITE_BUDGET_S))
+    elapsed = time.monotonic() - config._suite_started
+    config._suite_over = (elapsed, budget) if elapsed > budget * SUITE_GUARD_FACTOR else None
+    if config._suite_over and exitstatus == pytest.ExitCode.OK:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    over = getattr(config, "_suite_over", None)
+    if over:
+        elapsed, budget = over
+        terminalreporter.write_line(
+            f"suite budget exceeded: the default suite took {elapsed:.0f} s, over {SUITE_GUARD_FACTOR} x its "
+            f"{budget:.0f} s budget; the slowest tests are listed above (--durations)", red=True)

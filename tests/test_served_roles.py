@@ -11,14 +11,14 @@ import pytest
 
 from tasks.clarifiers.base import OPTIMIZATION_CONTEXT
 from tasks.llm import server
-from tasks.llm.client import LLMClient
+from tasks.llm.client import LLMClient, structured_mode
 from tasks.llm.records import RoleFailure
 from tasks.roles.base import run_role
 from tasks.roles.config import ROLE_NAMES, RolesParams, describe_roles
 from tasks.roles.registry import get_spec
 from tests.test_roles_llm_backend import example
 
-FAILURE_KINDS = {"invalid_output", "transient", "provider"}
+FAILURE_KINDS = {"invalid_output", "truncated", "transient", "provider"}
 TEST_MAX_TOKENS = 96
 """Each role's budget in this test (the preset's cap is larger): keeps 26 calls on 2 busy cores well under a minute;
 a reply cut by it is a counted ``invalid_output``."""
@@ -51,7 +51,7 @@ def send_each(names, roles: RolesParams) -> tuple[dict[str, object], dict[str, d
         spec = get_spec(name)
         cfg = roles.get(name).model_copy(update={"max_tokens": TEST_MAX_TOKENS, "max_regenerations": 0})
         # the server's dialect: JSON mode with the role's schema, every property required
-        fmt = LLMClient._format_kwargs(cfg, spec.output_model)["response_format"]
+        fmt = LLMClient._format_kwargs(structured_mode(cfg, spec.output_model), spec.output_model)["response_format"]
         assert fmt["type"] == "json_object" and set(fmt["schema"]["required"]) == set(fmt["schema"]["properties"])
         inp = spec.input_model.model_validate(example(name))
         [outcomes[name]] = run_role(spec, [inp], cfg, domain=OPTIMIZATION_CONTEXT, client=client)

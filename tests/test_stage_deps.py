@@ -19,8 +19,9 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 TRACE_ENV = "CLARIFYFLOW_IMPORT_TRACE"
-INFRASTRUCTURE = ("flows/_env.py", "tasks/prefect_server.py")
-"""Modules that set up and find Prefect for every flow; no stage output depends on them."""
+INFRASTRUCTURE = ("flows/_env.py", "tasks/prefect_server.py", "tasks/stage_times.py", "tasks/progress.py")
+"""Modules that set up and find Prefect for every flow, stamp a stage's start and end, and print progress lines; no
+stage output depends on them."""
 
 
 def install_trace(repo: Path, traces: Path) -> None:

@@ -63,6 +63,8 @@ def _usage(client) -> dict[str, RoleUsage]:
                               cache_hits=int(row.get("cache_hits", 0)), failures=int(row.get("failures", 0)),
                               prompt_tokens=int(row.get("prompt_tokens", 0)),
                               completion_tokens=int(row.get("completion_tokens", 0)),
+                              reasoning_tokens=int(row.get("reasoning_tokens", 0)),
+                              truncated=int(row.get("truncated", 0)), params_dropped=int(row.get("params_dropped", 0)),
                               cost_usd=round(float(row.get("cost_usd", 0.0)), 8),
                               latency_s=round(float(row.get("latency_s", 0.0)), 4))
     return out

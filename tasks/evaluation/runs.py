@@ -15,6 +15,7 @@ Run artifacts (or-clarify.md §9) are written per unit under
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -279,12 +280,20 @@ def execute(units: Sequence[Unit], work: Callable[[Unit], Any], *, concurrency: 
     DaskTaskRunner (they need to run inside a flow); ``serial`` runs them in order without Prefect (tests, and
     benchmarks that measure the loop itself).
     """
+    totals = Counter(_group(u) for u in units)
+    seen: Counter = Counter()
+
+    def tick(i: int, unit: Unit) -> None:
+        if progress:
+            group = _group(unit)
+            seen[group] += 1
+            progress(i, len(units), group, seen[group], totals[group])
+
     if runner == "serial" or not units:
         out = []
         for i, unit in enumerate(units, 1):
             out.append(work(unit))
-            if progress:
-                progress(i, len(units))
+            tick(i, unit)
         return out
     from prefect import task
     from prefect.cache_policies import NO_CACHE
@@ -294,11 +303,15 @@ def execute(units: Sequence[Unit], work: Callable[[Unit], Any], *, concurrency: 
     calls = [{"work": work, "unit": u} for u in units]
     outcomes = fan_out(play, calls, runner=runner, concurrency=concurrency, cluster=cluster)  # type: ignore[arg-type]
     results: list[Any] = []
-    for i, (result, _) in enumerate(outcomes, 1):
+    for i, ((result, _), unit) in enumerate(zip(outcomes, units), 1):
         results.append(result)
-        if progress:
-            progress(i, len(units))
+        tick(i, unit)
     return results
+
+
+def _group(unit: Unit) -> str:
+    """The progress line's group of a unit: its method under its protocol."""
+    return f"{unit.protocol}::{unit.method}"
 
 
 def _run_unit(work: Callable[[Unit], Any], unit: Unit) -> Any:

@@ -77,7 +77,7 @@ class GenerationSettings(BaseModel):
     sort_by_length: bool = True
     """Batch prompts of similar length together (less padding); answers keep the order asked."""
     progress: bool = True
-    """A tqdm bar over batches on stderr, shown only when stderr is a terminal and there is more than one batch."""
+    """Progress lines on stderr (answers done / total, rate, time left) when there is more than one batch."""
 
 
 _ITEM = re.compile(r"^\s*(?:(?:[*_]{1,2})?(?:(?:Q|Question)\s*)?\d{1,3}\s*(?:[.):]|\s-)(?=\s|$|\*)|[-*•+]\s)",
@@ -350,8 +350,17 @@ class LocalPolicy:
         return answers
 
     def _progress(self, batches: list[list[int]]):
-        from tqdm import tqdm
+        """The batches, with a progress line (answers done / total, rate, time left) per finished batch at most every
+        10 s when there is more than one batch (``tasks.progress``)."""
+        if not self.settings.progress or len(batches) < 2:
+            yield from batches
+            return
+        from tasks.progress import Progress
 
-        show = self.settings.progress and len(batches) > 1 and sys.stderr.isatty()
-        return tqdm(batches, desc=f"generate {self.name}", unit="batch", file=sys.stderr, leave=False,
-                    disable=not show)
+        line = Progress(f"generate {self.name}", "answers")
+        total, done = sum(len(b) for b in batches), 0
+        line(0, total)
+        for batch in batches:
+            yield batch
+            done += len(batch)
+            line(done, total)

@@ -50,8 +50,9 @@ def run_units(cases: Sequence[Case], settings: SweEvalSettings, roles: RolesPara
         stats.reused += sum(u is not None for u in units)
         done += sum(u is not None for u in units)
         todo = [k for k, u in enumerate(units) if u is None]
+        group_done = len(cases) - len(todo)
         if progress and not todo:
-            progress(done, total)
+            progress(done, total, entry.name, group_done, len(cases))
         batches = [todo[start:start + settings.batch_size] for start in range(0, len(todo), settings.batch_size)]
         chunks = [[cases[k] for k in batch] for batch in batches]
         chunk_keys = [[keys[k] for k in batch] for batch in batches]
@@ -75,8 +76,9 @@ def run_units(cases: Sequence[Case], settings: SweEvalSettings, roles: RolesPara
                 units[k] = unit
             stats.computed += len(batch)
             done += len(batch)
+            group_done += len(batch)
             if progress:
-                progress(done, total)
+                progress(done, total, entry.name, group_done, len(cases))
         out[entry.name] = units
     stats.seconds = time.monotonic() - started
     return out, stats
