@@ -46,13 +46,14 @@ TURNS = [
 ]
 
 
-def role_messages(n: int) -> list[list[dict]]:
+def role_messages(n: int, start: int = 0) -> list[list[dict]]:
+    """``n`` distinct requests (turn numbers ``start + 1 ...``): no two measurements send the same prompt."""
     from tasks.clarifiers.base import OPTIMIZATION_CONTEXT
     from tasks.roles.registry import get_spec
 
     spec = get_spec(ROLE)
     return [spec.messages(spec.input_model(turn=f"{TURNS[i % len(TURNS)]} (turn {i + 1})"), OPTIMIZATION_CONTEXT)
-            for i in range(n)]
+            for i in range(start, start + n)]
 
 
 def _post(base: str, body: dict) -> dict:
@@ -187,12 +188,14 @@ def main(argv: list[str] | None = None) -> int:
                     "role": ROLE, "max_tokens": args.max_tokens,
                     "client_overhead_ms_per_call": client_overhead_ms()}
     try:
-        messages = role_messages(args.calls)
         fmt = json_object_schema_format(get_spec(ROLE).output_model)
-        asyncio.run(_raw(base, messages[:1], fmt, args.max_tokens, 1))  # warm: the system prompt's state cached
-        result["ceiling"] = [asyncio.run(_raw(base, messages, fmt, args.max_tokens, c)) for c in args.concurrency]
-        result["client"] = [through_client(base, role_messages(args.calls + 1)[1:], args.max_tokens, c)
-                            for c in args.concurrency]
+        asyncio.run(_raw(base, role_messages(1, 10_000), fmt, args.max_tokens, 1))  # warm-up, not counted
+        result["ceiling"], result["client"] = [], []
+        for n, c in enumerate(args.concurrency):  # raw and client alternate, so load changes hit both alike
+            result["ceiling"].append(asyncio.run(_raw(base, role_messages(args.calls, 2 * n * args.calls), fmt,
+                                                      args.max_tokens, c)))
+            result["client"].append(through_client(base, role_messages(args.calls, (2 * n + 1) * args.calls),
+                                                   args.max_tokens, c))
     finally:
         server.stop(folder)
     if args.run:
