@@ -49,8 +49,8 @@ busy)."""
 SERVED_MAX_TOKENS = 1024
 """``max_tokens`` of a served role is its own, capped at this: the sent schema bounds strings and lists
 (``tasks/llm/client.py: grammar_schema``), so only list-shaped replies (the decomposer's units) come near it, and on
-2 CPU cores (about 15-20 tokens/s) 4096 tokens would be minutes per call. A reply cut by the limit fails as
-``invalid_output`` and is counted."""
+2 CPU cores (about 15-20 tokens/s) 4096 tokens would be minutes per call. A reply cut by the limit is retried once
+with twice the budget, then fails as ``truncated`` and is counted."""
 
 
 def state_dir(root: Path | None = None) -> Path:
