@@ -564,8 +564,9 @@ def test_published_sets_questions_per_issue():
 @pytest.mark.realdata
 def test_rewrite3_cases_and_error_information_shares():
     """CLARITI asks about Error Information more often than GPT-5 (paper: 26.4% vs 10.2%; the local classifier,
-    against rewrite 3, gives about 20% vs 12%). Every other issue, so that a cold embedding cache costs half as much;
-    ``benchmarks/swe_published.py`` classifies all of them (the shares are the same to 0.001)."""
+    against rewrite 3, gives about 20% vs 12%). Every sixth issue, so that a cold embedding cache costs a sixth as
+    much (every 2nd / 4th / 6th issue: 0.200 vs 0.120 / 0.195 vs 0.124 / 0.192 vs 0.112);
+    ``benchmarks/swe_published.py`` classifies all of them."""
     from tasks.domains.swe.workbook import PUBLISHED_COLUMNS, published_lists, rewrite3_cases
     from tasks.rewards.parse import parse_questions
     from tasks.roles.base import QuestionInput
@@ -577,7 +578,7 @@ def test_rewrite3_cases_and_error_information_shares():
     shares = {}
     for name in ("clariti_grpo", "gpt5"):
         lists = published_lists(WORKBOOK, PUBLISHED_COLUMNS[name])
-        every_other = sorted(lists.items())[::2]
+        every_other = sorted(lists.items())[::6]
         inputs = [QuestionInput(question=q, issue_text=briefs.get(iid, "")) for iid, text in every_other
                   for q in parse_questions(text)]
         labels = [o.label for o in local_batch(inputs)]
