@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from tasks.errors import InputError
 
 SMOLLM2 = "smollm2-135m-instruct"
-"""Sentinel model name: the local safetensors conversion from ``tasks.llm.providers.smollm2.convert()``."""
+"""Sentinel model name: the local safetensors conversion from ``tasks.llm.smollm2_weights.convert()``."""
 
 
 class _Strict(BaseModel):
