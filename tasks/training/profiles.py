@@ -1,12 +1,12 @@
 """Training profiles: every knob of SFT and GRPO in one validated model, and the presets below.
 
 ``cpu`` (default) trains LoRA on the embedded SmolLM2-135M-Instruct for a few short steps in fp32 and finishes in
-minutes on two cores; ``cpu-long`` keeps its model, trains the 20-step SFT it was measured with and runs a 30-step GRPO (it did not beat SFT on the
-held-out rows); ``grpo-long`` trains a smaller SFT (9 steps) and a 20-step GRPO on the reward as evaluated, which
-beats that SFT on the held-out rows (27 min). ``gpu`` follows CLARITI's recipe on Qwen3-8B (G = 8, lr 5e-6, KL
-beta 0.05, temperature 0.9, 256 new tokens, vLLM generation,
-bf16) and comes with an accelerate config. Any field can be overridden with
-:func:`get_profile`'s ``overrides`` (a nested dict, deep-merged, then validated again).
+minutes on two cores; ``cpu-long`` keeps its model, trains the 20-step SFT it was measured with and runs a 30-step
+GRPO (it did not beat SFT on the held-out rows); ``grpo-long`` trains a smaller SFT (9 steps) and a 20-step GRPO on
+the reward as evaluated, which beats that SFT on the held-out rows (27 min). ``gpu`` follows CLARITI's recipe on
+Qwen3-8B (G = 8, lr 5e-6, KL beta 0.05, temperature 0.9, 256 new tokens, vLLM generation, bf16) and comes with an
+accelerate config. Any field can be overridden with :func:`get_profile`'s ``overrides`` (a nested dict, deep-merged,
+then validated again).
 """
 
 from __future__ import annotations
