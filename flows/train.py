@@ -137,6 +137,10 @@ def train(stage: str = "sft", params: str = "params.yaml") -> dict:
         metrics = _metrics(result, stage, cfg.training.profile, extra)
         check_stage_metrics(stage, metrics)
         atomic_write_json(root / "data" / "metrics" / "stages" / f"{stage}.json", metrics)
+        from tasks.stage_metrics import timings_path
+
+        atomic_write_json(timings_path(root, stage), {"seconds": round(result.seconds, 3),
+                                                      "seconds_per_step": round(result.seconds_per_step, 3)})
         from tasks.training.artifacts import write_plot_data
 
         write_plot_data(root / "data" / "plots" / stage, out_dir, reward_names=list(result.reward_weights))

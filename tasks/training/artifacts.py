@@ -19,7 +19,6 @@ from .profiles import TrainProfile
 ADAPTER_DIR = "adapter"
 LOG_HISTORY = "log_history.json"
 TRAINER_STATE = "trainer_state.json"
-TIMING = "timing.json"
 CARD = "README.md"
 LOSS_PNG = "loss.png"
 REWARDS_PNG = "rewards.png"
@@ -159,11 +158,11 @@ def write_plot_data(folder: Path, model_dir: Path, reward_names: Sequence[str] =
     return [folder / name for name in files]
 
 
-def write_logs(out_dir: Path, state: dict[str, Any], history: list[dict[str, Any]], seconds: float) -> None:
+def write_logs(out_dir: Path, state: dict[str, Any], history: list[dict[str, Any]]) -> None:
+    """The log history and trainer state; no wall-clock field, so an identical rerun writes identical bytes (the
+    flow records the run's seconds in ``data/metrics/timings/<stage>.json``, outside the DVC output)."""
     atomic_write_json(out_dir / LOG_HISTORY, history)
     atomic_write_json(out_dir / TRAINER_STATE, {**state, "log_history": history})
-    steps = max(int(state.get("global_step") or 0), 1)
-    atomic_write_json(out_dir / TIMING, {"seconds": round(seconds, 3), "seconds_per_step": round(seconds / steps, 3)})
 
 
 def _fmt(value: float | None) -> str:
@@ -211,7 +210,6 @@ def model_card(result: TrainResult, profile: TrainProfile, n_logged: int) -> str
         f"- `{ADAPTER_DIR}/`: the adapter (`adapter_config.json`, `adapter_model.safetensors`) and the tokenizer",
         f"- `{LOG_HISTORY}`: {n_logged} log entries (no wall-clock fields); `{TRAINER_STATE}`: trainer state",
         f"- `{LOSS_PNG}`" + (f", `{REWARDS_PNG}`" if result.kind == "grpo" else "") + ": training curves",
-        f"- `{TIMING}`: wall-clock seconds (the only run-dependent file)",
         "",
         "Load it with `tasks.training.policy.LocalPolicy.from_adapter(base, adapter_dir)`.",
         "",

@@ -226,7 +226,7 @@ def _finish(
     main = is_main_process()  # in a multi-process launch only rank 0 writes
     if main:
         _save_adapter(trainer, tokenizer, staging / artifacts.ADAPTER_DIR, _model_source(model), label)
-        artifacts.write_logs(staging, _state(trainer), history, seconds)
+        artifacts.write_logs(staging, _state(trainer), history)
         for name, record in (records or {}).items():  # published with the adapter, never without it
             atomic_write_json(staging / name, record)
     plots = artifacts.write_plots(staging, history, reward_names) if main else []
