@@ -84,3 +84,32 @@ def test_every_maintained_benchmark_is_listed_and_runs_in_make_bench():
                             flags=re.M))
     assert scripts == in_make, f"make bench: missing {scripts - in_make}, unknown {in_make - scripts}"
     assert scripts == listed, f"benchmarks/README.md: missing {scripts - listed}, unknown {listed - scripts}"
+
+
+def _flow_run_names() -> dict[str, str | None]:
+    """``flow_run_name`` of every ``flow(...)`` call in flows/, by file (None where a flow has none)."""
+    import ast
+
+    names: dict[str, str | None] = {}
+    for path in sorted((ROOT / "flows").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "flow":
+                kw = {k.arg: k.value for k in node.keywords}
+                value = kw.get("flow_run_name")
+                names[path.name] = value.value if isinstance(value, ast.Constant) else None
+    return names
+
+
+def test_every_prefect_flow_run_is_named_after_its_dvc_stage():
+    import yaml
+
+    dvc = yaml.safe_load((ROOT / "dvc.yaml").read_text(encoding="utf-8"))["stages"]
+    domains = yaml.safe_load((ROOT / "params.yaml").read_text(encoding="utf-8"))["domains"]
+    stages = {f"{s}@{d}" if "matrix" in spec else s for s, spec in dvc.items()
+              for d in (domains if "matrix" in spec else [None])}
+    names = _flow_run_names()
+    assert len(names) >= 8, names  # construct, evaluate, train, shap, sft_data, question_analysis, report, pipeline
+    for file, template in names.items():
+        assert template, f"flows/{file}: flow(...) without flow_run_name (Prefect would name the run at random)"
+        runs = {template.format(domain=d, stage=t) for d in domains for t in ("sft", "grpo")}
+        assert runs <= stages | {"pipeline"}, f"flows/{file}: run names {runs - stages} are not DVC stages"
