@@ -258,6 +258,8 @@ def evaluate_questions(domain: str, params: str, out: str | None, runner: str | 
                    **metric_rows(summary["methods"], summary["reference_methods"], _swe_headline)}
         if "abstention" in summary:
             metrics["abstention"] = summary["abstention"]["methods"]
+        if summary.get("paired"):
+            metrics["paired"] = summary["paired"]
         check_stage_metrics(f"evaluate/{domain}", metrics, counts={"cases": len(inputs.cases)})
         publish_with_metrics(staging, out_dir, root, f"evaluate/{domain}", metrics)
     from tasks.evaluation.plots import plot_data_path

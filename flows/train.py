@@ -204,6 +204,11 @@ def _heldout_callback(root, cfg, staged_weights):
     from tasks.store import read_jsonl
     from tasks.training.heldout import evaluated_reward, heldout_callback, prompts_of
 
+    settings = cfg.training.heldout
+    if settings.every is None:
+        print("no held-out curve (training.heldout.every: null): evaluate@swe pairs the SFT and GRPO policies on the "
+              "held-out cases (evaluate.swe.compare)")
+        return None
     path = root / "data" / "sft" / "heldout.jsonl"
     rows = read_jsonl(path, SftRow) if path.is_file() else []
     if not rows:
@@ -211,7 +216,6 @@ def _heldout_callback(root, cfg, staged_weights):
         return None
     if any(r.split != "heldout" for r in rows):
         raise InputError(path, "holds rows outside the held-out split (rerun dvc repro sft_data)", field="split")
-    settings = cfg.training.heldout
     rows = rows[: settings.limit] if settings.limit else rows
     prompts = prompts_of(rows)
     reward = evaluated_reward(cfg, staged_weights)

@@ -188,8 +188,10 @@ class SftDataParams(Section):
 
 
 class HeldoutParams(Section):
-    every: int = Field(default=3, ge=1)
-    """Score the policy on the held-out SFT rows every this many GRPO steps (and before the first, = SFT)."""
+    every: int | None = Field(default=None, ge=1)
+    """Score the policy on the held-out SFT rows every this many GRPO steps (and before the first, = SFT); None: no
+    curve (the default run: evaluate@swe scores the SFT and GRPO policies on the same held-out cases and pairs them,
+    ``evaluate.swe.compare``, so a curve of the 2-step default GRPO would generate the same answers twice)."""
     max_new_tokens: int = Field(default=128, ge=1)
     """Greedy answer length of those scorings (evaluate@swe's policies use 128)."""
     limit: int | None = Field(default=None, ge=1)

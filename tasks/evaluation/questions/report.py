@@ -52,6 +52,21 @@ def _line(cells: list[str]) -> str:
     return "| " + " | ".join(cells) + " |"
 
 
+def paired_lines(paired: dict[str, Any]) -> list[str]:
+    """``evaluate.swe.compare``: each pair's staged-reward difference on the cases both scored, paired by case."""
+    if not paired:
+        return []
+    lines = ["", "Paired by case (staged reward, a - b, 95% paired bootstrap interval):", "",
+             "| a - b | cases | mean a | mean b | a - b [95% CI] |", "|---|---|---|---|---|"]
+    for name, p in paired.items():
+        if "skipped" in p:
+            lines.append(f"| {name} | skipped: {p['skipped']} | | | |")
+        else:
+            lines.append(f"| {name} | {p['cases']} | {p['mean_a']:.3f} | {p['mean_b']:.3f} | "
+                         f"{p['mean']:+.3f} [{p['low']:+.3f}, {p['high']:+.3f}] |")
+    return lines
+
+
 def report_markdown(summary: dict[str, Any]) -> str:
     """The report section for evaluate@swe (markdown, no images): the ranked methods' table, then the reference
     rows apart (each with what it reads)."""
@@ -68,6 +83,7 @@ def report_markdown(summary: dict[str, Any]) -> str:
               "issues."), "",
              SWE_HEADER, "|---" * SWE_HEADER.count(" | ") + "|---|"]
     lines += [_line(_method_cells(name, methods[name])) for name in order]
+    lines += paired_lines(summary.get("paired") or {})
     if summary["reference_order"]:
         header = SWE_HEADER.replace("| kind |", "| kind | reference | reads |")
         lines += ["", f"### {REFERENCE_TITLE}", "", REFERENCE_NOTE, "", header, "|---" * header.count(" | ") + "|---|"]

@@ -307,6 +307,8 @@ def evaluate_swe(cases: Sequence[Case], settings: SweEvalSettings, roles: RolesP
         from tasks.evaluation.questions.abstain import abstention_block
 
         summary["abstention"] = tidy(abstention_block(summary, units, abstaining, settings.abstain.threshold))
+    if settings.compare:
+        summary["paired"] = paired_comparisons(units, settings)
     out_dir.mkdir(parents=True, exist_ok=True)
     atomic_write_json(out_dir / "summary.json", summary)
     atomic_write_text(out_dir / "rows.jsonl", "".join(json.dumps(r, sort_keys=True, ensure_ascii=False) + "\n"
@@ -322,6 +324,31 @@ def evaluate_swe(cases: Sequence[Case], settings: SweEvalSettings, roles: RolesP
                      inputs.meta)
     return {**summary, "run": {"computed": stats.computed, "reused": stats.reused,
                                "seconds": round(stats.seconds, 2)}}
+
+
+def paired_comparisons(units: dict[str, list], settings: SweEvalSettings) -> dict[str, Any]:
+    """``"a - b"`` -> the mean staged-reward difference over the cases both methods scored, with its paired 95%
+    bootstrap interval over those cases (``settings.compare``); a pair with a method that did not run says so."""
+    from tasks.training.heldout import paired_interval
+
+    out: dict[str, Any] = {}
+    for a, b in settings.compare:
+        name = f"{a} - {b}"
+        if a not in units or b not in units:
+            out[name] = {"skipped": f"not evaluated: {', '.join(m for m in (a, b) if m not in units)}"}
+            continue
+        scored = {u.case_id: u.reward.total for u in units[b] if u.reward is not None}
+        pairs = [(u.reward.total, scored[u.case_id]) for u in units[a]
+                 if u.reward is not None and u.case_id in scored]
+        if not pairs:
+            out[name] = {"skipped": "no case scored by both"}
+            continue
+        interval = paired_interval([x for x, _ in pairs], [y for _, y in pairs], n=settings.bootstrap,
+                                   seed=settings.seed)
+        out[name] = {"cases": len(pairs), "mean_a": round(sum(x for x, _ in pairs) / len(pairs), 6),
+                     "mean_b": round(sum(y for _, y in pairs) / len(pairs), 6),
+                     **{k: round(v, 6) for k, v in interval.model_dump().items()}}
+    return out
 
 
 def plotted_methods(summary: dict[str, Any]) -> dict[str, dict[str, Any]]:
