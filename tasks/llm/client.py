@@ -12,9 +12,9 @@
 - Concurrency is bounded per role by an asyncio semaphore; ``rpm`` spaces request starts.
 - Reasoning never reaches the parser: a ``reasoning_content`` field and ``<think>`` blocks anywhere in the reply
   (also a closing tag without its opening one, or an opening one the token limit cut) are split off, kept in the
-  call record (``CachedCall.reasoning``) and counted (``reasoning_tokens`` where the provider reports them). A reply
-  cut by the token limit (finish reason ``length``) is its own failure kind, ``truncated``: retried once with twice
-  the budget, then reported.
+  call record (``CachedCall.reasoning``) and counted (``reasoning_tokens`` where the provider reports them). A
+  structured reply cut by the token limit (finish reason ``length``) is its own failure kind, ``truncated``: retried
+  once with twice the budget, then reported; cut free text is kept when it has an answer (counted as truncated).
 - A configured sampling parameter that litellm drops for the model (``temperature`` on o-series / gpt-5) is warned
   about once per role and model and counted per call (``params_dropped``), never lost silently.
 """
@@ -402,8 +402,10 @@ class LLMClient:
                 cost_usd=record.cost_usd,
                 params_dropped=int(bool(dropped)),
             )
-            if getattr(choice, "finish_reason", None) == "length":
+            cut = getattr(choice, "finish_reason", None) == "length"
+            if cut:
                 self.accounting.add(role, model=cfg.model, truncated=1)
+            if cut and (schema is not None or not content):  # cut free text with an answer is kept (counted)
                 if budget == cfg.max_tokens:
                     budget = 2 * cfg.max_tokens  # once, with twice the budget
                     continue
