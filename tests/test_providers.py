@@ -174,6 +174,21 @@ def test_reasoning_never_reaches_the_parser_and_is_kept(shape, serve, client):
     assert "{wait}" in stored["reasoning"] and "{wait}" not in stored["content"]
 
 
+def test_an_episode_client_keeps_the_reasoning_for_the_episode_logs(serve, client, tmp_path):
+    from tasks.clarifiers.base import MethodContext
+    from tasks.episodes.loop import episode_context
+
+    ctx = episode_context(MethodContext(client=client), sample="0:1")
+    assert ctx.client.reasoning_log == [] and client.reasoning_log is None  # the process-wide client keeps none
+    srv = serve(scripted=[{"reasoning_content": BRACES}])
+    for _ in range(2):  # a provider call, then a cache hit: both carry the reasoning
+        [ok] = ctx.client.map_structured(role="agent", cfg=endpoint(srv), messages=ask_messages(),
+                                         schema=ChoiceAgentOutput)
+        assert ok == ASK
+    assert srv.count() == 1
+    assert ctx.client.reasoning_log == [{"role": "agent", "model": "openai/test-model", "reasoning": BRACES}] * 2
+
+
 def test_split_reasoning_takes_an_unclosed_block_cut_by_the_limit():
     assert split_reasoning('{"a": 1}\n<think>still thinking {') == ('{"a": 1}', "still thinking {")
     assert split_reasoning("no reasoning here") == ("no reasoning here", "")

@@ -294,8 +294,12 @@ class LLMClient:
         backoff_s: float = 1.0,
         backoff_max_s: float = 30.0,
         seed: int | None = None,
+        keep_reasoning: bool = False,
     ):
         self._cache = cache
+        self.reasoning_log: list[dict] | None = [] if keep_reasoning else None
+        """With ``keep_reasoning``: ``{role, model, reasoning}`` of each call whose reply carried reasoning (cache hits
+        included), in call order (an episode's client keeps it for the episode's logs)."""
         self.use_cache = use_cache
         self.accounting = accounting or Accounting()
         self.backoff_s = backoff_s
@@ -346,6 +350,7 @@ class LLMClient:
         hit = cache.get(key) if cache is not None else None
         if hit is not None:
             self.accounting.add(role, model=cfg.model, cache_hits=1)
+            self._keep_reasoning(role, cfg.model, hit.reasoning)
             return hit.content
         endpoint = endpoint_kwargs(cfg)
         dropped = self._dropped(role, cfg)
@@ -414,7 +419,13 @@ class LLMClient:
                                     attempt + 1)
             if cache is not None:
                 cache.put(key, cfg.model, record)
+            self._keep_reasoning(role, cfg.model, reasoning)
             return content
+
+    def _keep_reasoning(self, role: str, model: str, reasoning: str) -> None:
+        if reasoning and self.reasoning_log is not None:
+            with self._rpm_lock:
+                self.reasoning_log.append({"role": role, "model": model, "reasoning": reasoning})
 
     def _dropped(self, role: str, cfg: RoleConfig) -> tuple[str, ...]:
         """The role's configured parameters litellm will drop for its model; a warning the first time per role and
