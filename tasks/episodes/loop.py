@@ -63,6 +63,8 @@ def _usage(client) -> dict[str, RoleUsage]:
                               cache_hits=int(row.get("cache_hits", 0)), failures=int(row.get("failures", 0)),
                               prompt_tokens=int(row.get("prompt_tokens", 0)),
                               completion_tokens=int(row.get("completion_tokens", 0)),
+                              reasoning_tokens=int(row.get("reasoning_tokens", 0)),
+                              truncated=int(row.get("truncated", 0)), params_dropped=int(row.get("params_dropped", 0)),
                               cost_usd=round(float(row.get("cost_usd", 0.0)), 8),
                               latency_s=round(float(row.get("latency_s", 0.0)), 4))
     return out
@@ -80,7 +82,7 @@ def episode_context(base: MethodContext, sample: str) -> MethodContext:
 
     shared = base.client or default_client()
     client = LLMClient(shared.cache, use_cache=shared.use_cache, accounting=Accounting(),
-                       backoff_s=shared.backoff_s, backoff_max_s=shared.backoff_max_s)
+                       backoff_s=shared.backoff_s, backoff_max_s=shared.backoff_max_s, keep_reasoning=True)
     return MethodContext(roles=base.roles, client=client, options=base.options, sample=sample, domain=base.domain)
 
 
@@ -181,6 +183,8 @@ def run_episode(case: Case, method: Method, protocol: Protocol, *, repeat: int, 
     if events:
         logs.setdefault("method_events", [])
         logs["method_events"] = events + logs["method_events"]
+    if ctx.client.reasoning_log:  # served reasoning models: their reasoning, apart from the transcript's answers
+        logs["reasoning_events"] = list(ctx.client.reasoning_log)
     return Episode(
         case_id=case.case_id, method=method.name, protocol=protocol, repeat=repeat, seed=ep_seed,
         max_turns=max_turns, brief=case.brief.content, transcript=transcript, question_turns=turns, ready=ready,

@@ -22,6 +22,14 @@ class RoleUsage(BaseModel):
     failures: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    reasoning_tokens: int = 0
+    """Of the completion tokens, those the provider reports as reasoning."""
+    truncated: int = 0
+    """Provider replies cut by the token limit (finish reason ``length``); each is retried once with twice the
+    budget, then fails as ``truncated``."""
+    params_dropped: int = 0
+    """Provider calls sent without a configured parameter the model does not accept (``temperature`` on o-series /
+    gpt-5): the provider's default applied instead."""
     latency_s: float = 0.0
     """Summed wall time of provider calls (cache hits cost nothing here)."""
     cost_usd: float = 0.0

@@ -44,10 +44,13 @@ class RoleConfig(BaseModel):
     """Retries of one call on timeouts, rate limits, connection errors and 5xx (exponential backoff + jitter)."""
     max_regenerations: int = Field(default=3, ge=0)
     """Extra generations with a repair message when the output does not parse into the role's schema."""
-    structured_output: Literal["auto", "json_schema", "prompt"] = "auto"
-    """How the output schema reaches the model: ``json_schema`` always sends it as ``response_format`` (vLLM and
-    most OpenAI-compatible servers constrain decoding to it), ``prompt`` only in the prompt, ``auto`` as
-    ``response_format`` where litellm's model map says the model supports it. Replies are validated either way."""
+    structured_output: Literal["auto", "json_schema", "json_object", "prompt"] = "auto"
+    """How the output schema reaches the model: ``json_schema`` always sends it as a strict ``response_format``
+    (``tasks/llm/strict_schema.py``; vLLM and most OpenAI-compatible servers constrain decoding to it),
+    ``json_object`` asks for JSON mode and writes the schema into the prompt (DeepSeek's only structured mode),
+    ``prompt`` only in the prompt, ``auto``: ``json_object`` for providers known to lack ``json_schema``
+    (``JSON_MODE_ONLY``), else ``json_schema`` where litellm's model map says the model supports it, else
+    ``prompt``. Replies are validated either way, with at least one repair retry under ``json_object``."""
     extra: dict[str, Any] = Field(default_factory=dict)
     """Further litellm keyword arguments (``top_p``, ``seed``, ``extra_body``, ``extra_headers``); part of the
     call-cache key. Never a key: the arguments the client sets itself and auth headers are refused."""
@@ -106,8 +109,9 @@ class RoleFailure(BaseModel):
 
     role: str
     kind: str
-    """``invalid_output`` (never matched the schema), ``transient`` (retries exhausted) or ``provider`` (any other
-    provider error, e.g. authentication)."""
+    """``invalid_output`` (never matched the schema), ``transient`` (retries exhausted), ``truncated`` (the reply was
+    cut by the token limit, also with twice the budget) or ``provider`` (any other provider error, e.g.
+    authentication)."""
     message: str
     attempts: int = 1
 

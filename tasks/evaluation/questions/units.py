@@ -234,7 +234,8 @@ def compute_units(cases: Sequence[Case], completions: Sequence[Any], *, method: 
     return units
 
 
-_INT_USAGE = ("requests", "calls", "cache_hits", "failures", "prompt_tokens", "completion_tokens")
+_INT_USAGE = ("requests", "calls", "cache_hits", "failures", "prompt_tokens", "completion_tokens", "reasoning_tokens",
+              "truncated", "params_dropped")
 _FLOAT_USAGE = ("cost_usd", "latency_s")
 
 
@@ -246,8 +247,8 @@ def usage_delta(before: dict[str, dict], after: dict[str, dict]) -> dict[str, di
         gained = {"requests": row.get("requests", 0) - old.get("requests", 0),
                   "calls": row.get("provider_calls", 0) - old.get("provider_calls", 0),
                   **{n: row.get(n, 0) - old.get(n, 0)
-                     for n in ("cache_hits", "failures", "prompt_tokens", "completion_tokens", "cost_usd",
-                               "latency_s")}}
+                     for n in ("cache_hits", "failures", "prompt_tokens", "completion_tokens", "reasoning_tokens",
+                               "truncated", "params_dropped", "cost_usd", "latency_s")}}
         if any(gained.values()):
             out[role] = gained
     return out
@@ -288,6 +289,9 @@ def unit_usage(units: Sequence[SweUnit]) -> dict[str, float | int]:
     return {"PromptTokens": sum(u.prompt_tokens for u in rows),
             "CompletionTokens": sum(u.completion_tokens for u in rows),
             "TotalTokens": sum(u.prompt_tokens + u.completion_tokens for u in rows),
+            "ReasoningTokens": sum(u.reasoning_tokens for u in rows),
+            "TruncatedReplies": sum(u.truncated for u in rows),
+            "ParamsDroppedCalls": sum(u.params_dropped for u in rows),
             "ProviderCalls": sum(u.calls for u in rows),
             "EstimatedCostUSD": round(float(sum(u.cost_usd for u in rows)), 8),
             "LatencySeconds": round(float(sum(u.latency_s for u in rows)), 4)}
