@@ -13,8 +13,8 @@ import argparse
 import json
 import os
 import re
-import subprocess
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
