@@ -32,7 +32,7 @@ from pydantic import BaseModel, ValidationError
 from tasks.llm.accounting import Accounting
 from tasks.llm.cache import CachedCall, CallCache, call_key, schema_of
 from tasks.llm.records import RoleConfig, RoleFailure
-from tasks.llm.redact import install_log_redaction, redact, register_secret
+from tasks.llm.redact import install_log_redaction, redact, redact_values, register_secret
 
 M = TypeVar("M", bound=BaseModel)
 T = TypeVar("T")
@@ -177,7 +177,8 @@ def endpoint_kwargs(cfg: RoleConfig) -> dict[str, Any]:
     if cfg.api_key_env:
         key = os.environ.get(cfg.api_key_env)
         if not key:
-            raise LLMCallFailed("provider", f"api_key_env names {cfg.api_key_env}, which is not set", 0)
+            raise LLMCallFailed("provider", "the variable api_key_env names is not set (the name is not shown: it may "
+                                "be a pasted key)", 0)
         register_secret(key)
         kwargs["api_key"] = key
     return kwargs
@@ -270,7 +271,7 @@ class LLMClient:
                 attempt += 1
                 continue
             elapsed = time.perf_counter() - started
-            content = response.choices[0].message.content or ""
+            content = redact_values(response.choices[0].message.content or "")  # a reply echoing a key: never stored
             usage = getattr(response, "usage", None)
             record = CachedCall(
                 content=content,

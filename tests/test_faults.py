@@ -1,0 +1,307 @@
+"""Real faults (issue 43): a judge that fails, a call that failed once, a key in a URL, a params file that lies.
+
+Each test is one probe of the hostile review; bad inputs are data-driven cases. Every refusal is one line naming
+the file and the key or field; nothing is published and no secret is echoed.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+import yaml
+
+from tests.conftest import ROOT
+from tests.test_http_endpoints import loopback_only  # noqa: F401 - a fixture
+
+KEY = "sk-faults-0123456789abcdefSECRET"
+
+# ---- params files that lie (fail 4, fail 5; partial: domains) ----------------------------------------------------
+
+BASE = (ROOT / "params.yaml").read_text(encoding="utf-8")
+
+
+def _bomb(levels: int = 9) -> str:
+    lines = ['a0: &a0 ["lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol"]']
+    for i in range(1, levels):
+        lines.append(f"a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * 9) + "]")
+    return "\n".join(lines)
+
+
+BAD_PARAMS = [
+    # (id, text, what the one line must say)
+    ("duplicate-top-level", BASE + "\nevaluate: {}\n", "duplicate key 'evaluate'"),
+    ("duplicate-nested", BASE.replace("  max_failure_rate: 0.2", "  max_failure_rate: 0.2\n  max_failure_rate: 0.9"),
+     "duplicate key 'max_failure_rate'"),
+    ("alias-bomb-in-extra", BASE + "\nbomb:\n" + "\n".join("  " + ln for ln in _bomb().splitlines()) + "\n",
+     "YAML aliases"),
+    ("too-many-aliases", BASE + "\nx: &x 1\ny: [" + ", ".join(["*x"] * 100) + "]\n", "more than 64 YAML aliases"),
+    ("oversized", BASE + "\n# " + "x" * (1024 * 1024) + "\n", "over the 1.0 MiB limit"),
+    ("domain-escapes", BASE.replace("domains: [", 'domains: ["../../evil", ', 1), "'../../evil' is not a domain"),
+    ("domain-trailing-newline", BASE.replace("domains: [", 'domains: ["swe\\n", ', 1), "is not a domain name"),
+]
+
+
+@pytest.mark.parametrize(("text", "message"), [c[1:] for c in BAD_PARAMS], ids=[c[0] for c in BAD_PARAMS])
+def test_a_params_file_that_lies_is_refused_with_one_line(tmp_path, text, message):
+    from tasks.errors import InputError
+    from tasks.params import load_params
+
+    assert "domains: [" in BASE  # the cases above edit this line
+    path = tmp_path / "params.yaml"
+    path.write_text(text, encoding="utf-8")
+    started = time.monotonic()
+    with pytest.raises(InputError) as err:
+        load_params(path)
+    line = str(err.value)
+    assert "\n" not in line and line.startswith(str(path)) and message in line, line
+    assert time.monotonic() - started < 30  # the bomb is refused, never expanded (a hang guard, not a timing check)
+
+
+def test_the_domain_name_pattern_refuses_a_trailing_newline():
+    from tasks.domains import NAME, module_name
+
+    assert NAME.match("swe") and not NAME.match("swe\n") and not NAME.match("../../evil")
+    assert module_name("swe\n") is None
+
+
+def test_pipeline_list_refuses_a_bad_domain_with_one_line(tmp_path, monkeypatch, capsys):
+    from flows import pipeline
+
+    (tmp_path / "params.yaml").write_text(BASE.replace("domains: [", 'domains: ["../../evil", ', 1))
+    monkeypatch.setattr("flows._env.configure", lambda: tmp_path)
+    assert pipeline.main(["--list"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error:") and "../../evil" in err[0], err
+
+
+# ---- keys in URLs and in api_key_env (fail 3; partial: api_key_env echo) ------------------------------------------
+
+CREDENTIAL_URLS = [
+    "http://127.0.0.1:8000/v1?key=" + KEY,
+    "http://127.0.0.1:8000/v1?api_key=" + KEY,
+    "http://127.0.0.1:8000/v1?x=1&access_token=" + KEY,
+    "http://127.0.0.1:8000/v1?sig=" + KEY,
+    "http://user:" + KEY + "@127.0.0.1:8000/v1",
+    "http://" + KEY + "@127.0.0.1:8000/v1",
+]
+
+
+@pytest.mark.parametrize("url", CREDENTIAL_URLS)
+def test_an_api_base_with_credentials_of_any_form_is_refused_without_echoing_them(tmp_path, url):
+    from tasks.errors import InputError
+    from tasks.llm.redact import redact
+    from tasks.params import load_params
+
+    params = yaml.safe_load(BASE)
+    params["roles"]["preset"]["judge"] = {"model": "openai/gpt-4o-mini", "api_base": url}
+    path = tmp_path / "params.yaml"
+    path.write_text(yaml.safe_dump(params))
+    with pytest.raises(InputError) as err:
+        load_params(path)
+    line = str(err.value)
+    assert "must not carry credentials" in line and KEY not in line and "\n" not in line, line
+    assert KEY not in redact(f"POST {url} failed")  # and in any text that quotes the URL (errors, logs)
+
+
+def test_a_plain_api_base_with_an_innocent_query_is_kept():
+    from tasks.llm.records import RoleConfig
+
+    assert RoleConfig(api_base="http://127.0.0.1:8000/v1?api-version=2024-06-01").api_base.endswith("2024-06-01")
+
+
+@pytest.mark.parametrize("pasted", ["ABCDEF0123456789ABCDEF0123456789", "sk_live_0123456789abcdef"])
+def test_a_key_pasted_into_api_key_env_is_not_echoed(tmp_path, monkeypatch, pasted):
+    from tasks.errors import InputError
+    from tasks.llm.client import LLMCallFailed, endpoint_kwargs
+    from tasks.llm.records import RoleConfig
+    from tasks.params import load_params
+
+    monkeypatch.delenv(pasted, raising=False)
+    params = yaml.safe_load(BASE)
+    params["roles"]["preset"]["judge"] = {"model": "openai/gpt-4o-mini", "api_key_env": pasted}
+    path = tmp_path / "params.yaml"
+    path.write_text(yaml.safe_dump(params))
+    with pytest.raises(InputError) as err:
+        load_params(path)
+    assert pasted not in str(err.value) and "api_key_env" in str(err.value)
+    cfg = RoleConfig.model_construct(backend="llm", model="openai/x", api_key_env=pasted, extra={}, api_base=None)
+    with pytest.raises(LLMCallFailed) as failed:
+        endpoint_kwargs(cfg)
+    assert pasted not in str(failed.value)
+
+
+@pytest.mark.parametrize(("address", "message"), [
+    ("file:///etc/passwd", "Dask scheduler address"),
+    ("127.0.0.1:8786", "Dask scheduler address"),
+    ("tcp://user:" + KEY + "@127.0.0.1:8786", "must not carry credentials"),
+])
+def test_a_bad_cluster_address_is_one_line(tmp_path, address, message):
+    from tasks.errors import InputError
+    from tasks.params import load_params
+
+    params = yaml.safe_load(BASE)
+    params["cluster"]["address"] = address
+    path = tmp_path / "params.yaml"
+    path.write_text(yaml.safe_dump(params))
+    with pytest.raises(InputError) as err:
+        load_params(path)
+    line = str(err.value)
+    assert "field 'cluster.address'" in line and message in line and KEY not in line and "\n" not in line, line
+
+
+def test_an_unreachable_scheduler_is_one_line():
+    from tasks.cluster import ClusterUnreachable, _entered
+
+    class Refusing:
+        def __enter__(self):
+            raise OSError("Timed out trying to connect to tcp://127.0.0.1:9 after 1 s")
+
+        def __exit__(self, *exc):
+            return False
+
+    cluster = type("C", (), {"address": "tcp://127.0.0.1:9"})()
+    with pytest.raises(ClusterUnreachable) as err, _entered(Refusing(), "dask", cluster):
+        pass
+    assert str(err.value).startswith("task_runner dask: could not reach cluster.address tcp://127.0.0.1:9")
+
+
+# ---- a reply that echoes the key never reaches the call cache (partial) -------------------------------------------
+
+
+@pytest.mark.slow  # litellm's import and a real HTTP round trip
+@pytest.mark.usefixtures("loopback_only")
+def test_a_reply_echoing_the_key_is_stored_redacted(tmp_path, monkeypatch):
+    from pydantic import BaseModel
+
+    from tasks.llm.cache import CallCache
+    from tasks.llm.client import LLMClient
+    from tasks.llm.records import RoleConfig
+    from tests.openai_server import ChatServer
+
+    class Answer(BaseModel):
+        answer: str
+
+    monkeypatch.setenv("FAULTS_TEST_API_KEY", KEY)
+    server = ChatServer(reply=lambda body: json.dumps({"answer": f"your key is {KEY}"})).start()
+    try:
+        cache = CallCache(tmp_path / "calls.sqlite")
+        client = LLMClient(cache)
+        cfg = RoleConfig(backend="llm", model="openai/echo", api_base=server.url, api_key_env="FAULTS_TEST_API_KEY",
+                         max_retries=0)
+        [got] = client.map_structured(role="probe", cfg=cfg, messages=[[{"role": "user", "content": "hi"}]],
+                                      schema=Answer)
+        assert server.count() == 1 and KEY not in got.answer
+        cache.close()
+        assert KEY.encode() not in (tmp_path / "calls.sqlite").read_bytes()
+        for extra in tmp_path.glob("calls.sqlite-*"):
+            assert KEY.encode() not in extra.read_bytes()
+    finally:
+        server.stop()
+
+
+# ---- a role failure is never a cache hit; evaluate@swe has the failure-rate gate (fail 1, fail 2) ----------------
+
+
+def _unit(key: str, **fields):
+    from tasks.evaluation.questions.units import SweUnit
+
+    return SweUnit(key=key, method="m", case_id="c", source_id="s", **fields)
+
+
+def test_the_unit_store_keeps_only_successes_and_refresh_serves_none(tmp_path):
+    from tasks.evaluation.engine import UnitStore
+    from tasks.evaluation.questions.units import SweUnit
+    from tasks.store import atomic_write_text
+
+    store = UnitStore(tmp_path, SweUnit)
+    ok = _unit("a" * 64)
+    failed = [_unit("b" * 64, failure="question_writer: provider: 500"),
+              _unit("c" * 64, role_failures={"redundancy_judge": 2}),
+              _unit("d" * 64, usage={"answerability_judge": {"requests": 2, "failures": 1}})]
+    assert store.put(ok) and store.get(ok.key) == ok
+    for unit in failed:
+        assert not store.put(unit) and not store.path(unit.key).exists()
+        atomic_write_text(store.path(unit.key), unit.model_dump_json())  # stored by an older version
+        assert store.get(unit.key) is None  # ... is retried, never replayed
+    assert UnitStore(tmp_path, SweUnit, refresh=True).get(ok.key) is None
+
+
+def test_an_episode_unit_with_a_failed_judge_is_not_stored(tmp_path):
+    from types import SimpleNamespace
+
+    from tasks.evaluation.engine import role_failed
+    from tasks.evaluation.runs import UnitResult
+
+    judged = SimpleNamespace(judge=SimpleNamespace(judge_failed=True), episode=SimpleNamespace(usage={}))
+    assert UnitResult.role_failed.fget(judged) is True
+    fine = SimpleNamespace(judge=SimpleNamespace(judge_failed=False), episode=SimpleNamespace(usage={}))
+    assert UnitResult.role_failed.fget(fine) is False
+    assert role_failed(SimpleNamespace(role_failed=True))
+
+
+@pytest.mark.slow  # ~30 s on a busy machine: two whole question evaluations
+def test_evaluate_swe_with_both_judges_failing_is_gated_and_a_rerun_retries(tmp_path):
+    from tasks.evaluation.questions import UNIT_STORE, evaluate_swe, load_swe_inputs
+    from tasks.roles.config import RolesParams
+    from tasks.roles.failures import RoleFailureRateError, check_failure_rates
+    from tests.test_role_failures import FAILING
+    from tests.test_swe_eval import project
+
+    roles = RolesParams(redundancy_judge=FAILING, answerability_judge=FAILING)
+    root, settings = project(tmp_path, [{"name": "no_questions"}, {"name": "ask_everything"}])
+    inputs = load_swe_inputs(root, settings)
+    summary = evaluate_swe(inputs.cases, settings, roles, tmp_path / "out", root=root, inputs=inputs)
+    counts = {c.role: c for c in summary["run"]["failure_counts"]}
+    assert {"redundancy_judge", "answerability_judge"} <= set(counts)
+    assert counts["redundancy_judge"].rate == 1.0 and counts["answerability_judge"].rate == 1.0
+    with pytest.raises(RoleFailureRateError) as err:
+        check_failure_rates(summary["run"]["failure_counts"], roles.max_failure_rate, stage="evaluate@swe")
+    assert str(err.value).startswith("evaluate@swe: role answerability_judge failed") and "\n" not in str(err.value)
+    stored = list((root / UNIT_STORE).rglob("*.json"))
+    assert all("ask_everything" not in p.read_text() for p in stored)  # only the units without a judge call
+    again = evaluate_swe(inputs.cases, settings, roles, tmp_path / "out2", root=root, inputs=inputs)
+    assert again["run"]["computed"] == len(inputs.cases)  # the failed units were retried, not replayed
+
+
+def test_evaluate_has_a_refresh_cache_option():
+    from flows.evaluate import parse_args
+
+    assert parse_args(["--domain", "optimization", "--refresh-cache"]).refresh_cache is True
+    assert parse_args(["--domain", "optimization"]).refresh_cache is False
+
+
+# ---- metrics staged with the outputs (partial) --------------------------------------------------------------------
+
+
+def test_a_failing_metrics_write_leaves_old_outputs_and_old_metrics(tmp_path, monkeypatch):
+    import errno
+
+    from tasks import stage_metrics
+    from tasks.errors import ClarifyflowError
+    from tasks.stage_metrics import metrics_path, publish_with_metrics
+    from tasks.store import staged_dir
+
+    final = tmp_path / "data" / "eval" / "x"
+    with staged_dir(final) as staging:
+        (staging / "summary.json").write_text('{"old": true}\n')
+        publish_with_metrics(staging, final, tmp_path, "evaluate/x", {"cases": 1, "seconds": 3.0})
+    metrics = metrics_path(tmp_path, "evaluate/x")
+    before = metrics.read_bytes()
+    assert json.loads(before) == {"cases": 1} and (final / "summary.json").read_text() == '{"old": true}\n'
+
+    def full_disk(*args, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(stage_metrics.tempfile, "mkstemp", full_disk)
+    with staged_dir(final) as staging:
+        (staging / "summary.json").write_text('{"new": true}\n')
+        with pytest.raises(ClarifyflowError) as err:
+            publish_with_metrics(staging, final, tmp_path, "evaluate/x", {"cases": 2})
+    line = str(err.value)
+    assert "\n" not in line and "nothing was published" in line and "data/metrics/stages" in line, line
+    assert (final / "summary.json").read_text() == '{"old": true}\n' and metrics.read_bytes() == before
+    monkeypatch.undo()
+    leftovers = [p.name for p in metrics.parent.iterdir() if p.name != metrics.name]
+    assert leftovers == []
