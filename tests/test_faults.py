@@ -305,3 +305,65 @@ def test_a_failing_metrics_write_leaves_old_outputs_and_old_metrics(tmp_path, mo
     monkeypatch.undo()
     leftovers = [p.name for p in metrics.parent.iterdir() if p.name != metrics.name]
     assert leftovers == []
+
+
+# ---- an error inside a flow is one line; no exception pickles left behind (partials) ------------------------------
+
+FLOW_SCRIPT = """
+import sys
+from flows import _env
+_env.configure()
+from flows.cli import run_main
+from prefect import flow, task
+from tasks.errors import InputError
+
+@task
+def fails():
+    raise InputError("params.yaml", "boom", field="evaluate.swe")
+
+@flow
+def probe():
+    return fails()
+
+sys.exit(run_main(lambda: probe()))
+"""
+
+
+@pytest.mark.prefect
+@pytest.mark.slow  # two flow runs in fresh processes (Prefect's import, a server round trip)
+def test_an_error_inside_a_flow_is_one_line_and_leaves_no_pickles(tmp_path, prefect_api):
+    import os
+    import subprocess
+    import sys
+
+    script = tmp_path / "probe.py"
+    script.write_text(FLOW_SCRIPT)
+    results = tmp_path / "results"
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "PREFECT_API_URL": prefect_api, "PREFECT_HOME": str(tmp_path / "h"),
+           "PREFECT_LOCAL_STORAGE_PATH": str(results)}
+    env.pop("CLARIFYFLOW_DEBUG", None)
+    proc = subprocess.run([sys.executable, str(script)], cwd=tmp_path, env=env, capture_output=True, text=True,
+                          timeout=600)
+    lines = [x for x in proc.stderr.splitlines() if x.strip()]
+    assert proc.returncode == 2 and lines == ["error: params.yaml: field 'evaluate.swe': boom"], proc.stderr
+    assert not results.is_dir() or list(results.iterdir()) == []
+    debug = subprocess.run([sys.executable, str(script)], cwd=tmp_path, env={**env, "CLARIFYFLOW_DEBUG": "1"},
+                           capture_output=True, text=True, timeout=600)
+    assert debug.returncode == 2 and "Traceback (most recent call last)" in debug.stderr
+    assert debug.stderr.rstrip().endswith("error: params.yaml: field 'evaluate.swe': boom")
+
+
+def test_a_bug_is_one_line_without_the_debug_switch(monkeypatch, capsys):
+    from flows.cli import EXIT_ERROR, run_main
+
+    def bug():
+        raise KeyError(f"no such thing {KEY}")
+
+    monkeypatch.delenv("CLARIFYFLOW_DEBUG", raising=False)
+    monkeypatch.setenv("FAULTS_TEST_API_KEY", KEY)
+    assert run_main(bug) == EXIT_ERROR
+    [line] = capsys.readouterr().err.splitlines()
+    assert line.startswith("error: unexpected KeyError") and "CLARIFYFLOW_DEBUG=1" in line and KEY not in line
+    monkeypatch.setenv("CLARIFYFLOW_DEBUG", "1")
+    with pytest.raises(KeyError):
+        run_main(bug)
