@@ -367,3 +367,57 @@ def test_a_bug_is_one_line_without_the_debug_switch(monkeypatch, capsys):
     monkeypatch.setenv("CLARIFYFLOW_DEBUG", "1")
     with pytest.raises(KeyError):
         run_main(bug)
+
+
+# ---- problems with nothing left to brief, requests of control characters (partial) -------------------------------
+
+SKIPPED_RECORDS = [
+    ("optimization", {"problem_id": "opt_min", "title": "t", "text": "Minimise cost."}, "empty brief"),
+    ("analytics", {"id": "ana_ctrl", "title": "t", "text": "\x01\x02\x03\x7f"}, "only control characters"),
+]
+
+
+@pytest.mark.parametrize(("domain", "record", "reason"), SKIPPED_RECORDS, ids=[r[0] for r in SKIPPED_RECORDS])
+def test_a_record_with_nothing_to_brief_is_skipped_with_a_named_reason(domain, record, reason):
+    from tasks.domains import get_domain
+    from tasks.domains.units import build_unit_chunk, skipped_reasons
+    from tasks.params import RUNNER_KEYS, SPLIT_KEYS
+    from tasks.roles.config import RolesParams
+
+    dom = get_domain(domain)
+    cfg = dom.params_model().model_dump(mode="json", exclude=SPLIT_KEYS | RUNNER_KEYS)
+    roles = RolesParams()
+    out = build_unit_chunk(domain, [record], cfg, {n: roles.get(n).model_dump(mode="json") for n in dom.roles_used})
+    assert out["cases"] == []  # never published with an empty brief
+    [(named, count)] = skipped_reasons(out["notes"]).items()
+    assert reason in named and count == 1
+
+
+def test_a_chunk_with_a_failed_call_is_dropped_from_the_task_cache(tmp_path, monkeypatch):
+    from types import SimpleNamespace
+
+    from tasks.caching import forget_result
+
+    stored = tmp_path / "results" / "0123abcd"
+    stored.parent.mkdir()
+    stored.write_text("{}")
+    monkeypatch.setenv("PREFECT_LOCAL_STORAGE_PATH", str(stored.parent))
+    state = SimpleNamespace(data=SimpleNamespace(metadata=SimpleNamespace(storage_key="0123abcd")))
+    assert forget_result(state) and not stored.exists()
+    stored.write_text("{}")
+    assert forget_result(SimpleNamespace(data=SimpleNamespace(metadata=SimpleNamespace(storage_key=str(stored)))))
+    assert not forget_result(SimpleNamespace(data=None))  # an unpersisted result: nothing to drop
+
+
+def test_a_failing_question_writer_is_reported_as_the_role_that_failed():
+    from tasks.llm.records import RoleConfig
+    from tasks.roles.config import RolesParams
+    from tasks.roles.failures import RoleFailureRateError, check_failure_rates, unit_failure_counts
+
+    roles = RolesParams(question_writer=RoleConfig(backend="llm", model="mock/x"))
+    units = [_unit(f"{n:064d}", failure="question_writer: provider: 500 Internal Server Error") for n in range(8)]
+    with pytest.raises(RoleFailureRateError) as err:
+        check_failure_rates(unit_failure_counts(units, roles), roles.max_failure_rate, stage="evaluate@swe")
+    assert "role question_writer failed 8 of 8" in str(err.value) and "expectations" not in str(err.value)
+    local = unit_failure_counts(units, RolesParams())  # a local role's failure is not an outage
+    assert local == []
