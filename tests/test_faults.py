@@ -78,6 +78,20 @@ def test_pipeline_list_refuses_a_bad_domain_with_one_line(tmp_path, monkeypatch,
 
 # ---- keys in URLs and in api_key_env (fail 3; partial: api_key_env echo) ------------------------------------------
 
+def _refused(tmp_path, edit) -> str:
+    """The one line ``load_params`` refuses the repository's params with, after ``edit(params)``."""
+    from tasks.errors import InputError
+    from tasks.params import load_params
+
+    params = yaml.safe_load(BASE)
+    edit(params)
+    path = tmp_path / "params.yaml"
+    path.write_text(yaml.safe_dump(params))
+    with pytest.raises(InputError) as err:
+        load_params(path)
+    return str(err.value)
+
+
 CREDENTIAL_URLS = [
     "http://127.0.0.1:8000/v1?key=" + KEY,
     "http://127.0.0.1:8000/v1?api_key=" + KEY,
@@ -90,17 +104,10 @@ CREDENTIAL_URLS = [
 
 @pytest.mark.parametrize("url", CREDENTIAL_URLS)
 def test_an_api_base_with_credentials_of_any_form_is_refused_without_echoing_them(tmp_path, url):
-    from tasks.errors import InputError
     from tasks.llm.redact import redact
-    from tasks.params import load_params
 
-    params = yaml.safe_load(BASE)
-    params["roles"]["preset"]["judge"] = {"model": "openai/gpt-4o-mini", "api_base": url}
-    path = tmp_path / "params.yaml"
-    path.write_text(yaml.safe_dump(params))
-    with pytest.raises(InputError) as err:
-        load_params(path)
-    line = str(err.value)
+    line = _refused(tmp_path, lambda p: p["roles"]["preset"].update(
+        judge={"model": "openai/gpt-4o-mini", "api_base": url}))
     assert "must not carry credentials" in line and KEY not in line and "\n" not in line, line
     assert KEY not in redact(f"POST {url} failed")  # and in any text that quotes the URL (errors, logs)
 
@@ -113,19 +120,13 @@ def test_a_plain_api_base_with_an_innocent_query_is_kept():
 
 @pytest.mark.parametrize("pasted", ["ABCDEF0123456789ABCDEF0123456789", "sk_live_0123456789abcdef"])
 def test_a_key_pasted_into_api_key_env_is_not_echoed(tmp_path, monkeypatch, pasted):
-    from tasks.errors import InputError
     from tasks.llm.client import LLMCallFailed, endpoint_kwargs
     from tasks.llm.records import RoleConfig
-    from tasks.params import load_params
 
     monkeypatch.delenv(pasted, raising=False)
-    params = yaml.safe_load(BASE)
-    params["roles"]["preset"]["judge"] = {"model": "openai/gpt-4o-mini", "api_key_env": pasted}
-    path = tmp_path / "params.yaml"
-    path.write_text(yaml.safe_dump(params))
-    with pytest.raises(InputError) as err:
-        load_params(path)
-    assert pasted not in str(err.value) and "api_key_env" in str(err.value)
+    line = _refused(tmp_path, lambda p: p["roles"]["preset"].update(
+        judge={"model": "openai/gpt-4o-mini", "api_key_env": pasted}))
+    assert pasted not in line and "api_key_env" in line
     cfg = RoleConfig.model_construct(backend="llm", model="openai/x", api_key_env=pasted, extra={}, api_base=None)
     with pytest.raises(LLMCallFailed) as failed:
         endpoint_kwargs(cfg)
@@ -138,16 +139,8 @@ def test_a_key_pasted_into_api_key_env_is_not_echoed(tmp_path, monkeypatch, past
     ("tcp://user:" + KEY + "@127.0.0.1:8786", "must not carry credentials"),
 ])
 def test_a_bad_cluster_address_is_one_line(tmp_path, address, message):
-    from tasks.errors import InputError
-    from tasks.params import load_params
 
-    params = yaml.safe_load(BASE)
-    params["cluster"]["address"] = address
-    path = tmp_path / "params.yaml"
-    path.write_text(yaml.safe_dump(params))
-    with pytest.raises(InputError) as err:
-        load_params(path)
-    line = str(err.value)
+    line = _refused(tmp_path, lambda p: p["cluster"].update(address=address))
     assert "field 'cluster.address'" in line and message in line and KEY not in line and "\n" not in line, line
 
 
