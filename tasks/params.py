@@ -5,14 +5,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from tasks.cluster import ClusterParams, Runner
 from tasks.errors import InputError, validation_message
+from tasks.params_yaml import load_yaml_file
 from tasks.rewards.config import RewardConfig
 from tasks.roles.config import RolesParams
-from tasks.store import read_text_utf8
 
 
 class Section(BaseModel):
@@ -264,6 +263,19 @@ class Params(Section):
     cluster: ClusterParams = ClusterParams()
     """The Dask cluster of every fan-out whose ``task_runner`` is ``dask`` (``tasks.cluster``)."""
 
+    @field_validator("domains")
+    @classmethod
+    def _domain_names(cls, names: list[str]) -> list[str]:
+        """Every entry a safe domain name (it becomes a DVC stage, a folder and a module name)."""
+        from tasks.domains import NAME
+
+        for i, name in enumerate(names):
+            if not NAME.fullmatch(name):
+                shown = repr(name) if len(name) <= 60 else repr(name[:57]) + "..."
+                raise ValueError(f"domains.{i}: {shown} is not a domain name (2-40 lower-case letters, digits or "
+                                 "underscores, starting with a letter)")
+        return names
+
     def reward_config(self) -> RewardConfig:
         """``reward`` with the judge roles taken from ``roles`` (one place configures each role)."""
         return reward_with_roles(self.reward, self.roles)
@@ -277,10 +289,7 @@ def reward_with_roles(reward: RewardConfig, roles: RolesParams) -> RewardConfig:
 
 def load_params(path: Path | str = "params.yaml") -> Params:
     path = Path(path)
-    try:
-        data = yaml.safe_load(read_text_utf8(path))
-    except yaml.YAMLError as err:
-        raise InputError(path, f"malformed YAML: {err}".replace("\n", " ")) from None
+    data = load_yaml_file(path)  # duplicate keys, alias bombs and oversized files refused with one line
     if not isinstance(data, dict):
         raise InputError(path, "expected a mapping at the top level")
     try:

@@ -325,7 +325,7 @@ def test_evaluation_end_to_end_resumes_without_work_and_labels_the_surrogate(tmp
     root, settings = project(tmp_path, METHODS)
     fake = FakePolicy()
     summary = run(root, settings, tmp_path / "out", fake)
-    assert summary["run"] == {"computed": 20, "reused": 0, "seconds": summary["run"]["seconds"]}
+    assert summary["run"] == {"computed": 20, "reused": 0, "seconds": summary["run"]["seconds"], "failure_counts": []}
     assert fake.calls == 4
     # the oracle template (privileged) and no_questions (the floor) are reference rows, never ranked
     assert summary["method_order"] == ["ask_everything", "base_policy", "listed"] == list(summary["methods"])

@@ -50,7 +50,8 @@ def method_for(entry: MethodEntry) -> Method:
 
 
 def play_unit(unit: Unit, case: Case, entry: MethodEntry, settings: EvalSettings, roles: RolesParams,
-              store_folder: Path, code: str, domain: DomainContext, client=None) -> tuple[UnitResult, bool]:
+              store_folder: Path, code: str, domain: DomainContext, client=None,
+              refresh: bool = False) -> tuple[UnitResult, bool]:
     """Play and judge one unit in ``domain``, or take it from the store; returns the result and whether it was
     reused.
 
@@ -60,7 +61,7 @@ def play_unit(unit: Unit, case: Case, entry: MethodEntry, settings: EvalSettings
     from tasks.episodes.loop import run_episode
     from tasks.evaluation.judge import judge_episodes
 
-    store = episode_store(store_folder)
+    store = episode_store(store_folder, refresh=refresh)  # a unit with a role failure is never stored
     key = unit_key(unit, case, entry, settings, roles, code)
     done = store.get(key)
     if done is not None:
@@ -95,7 +96,7 @@ def play(cases: Sequence[Case], settings: EvalSettings, roles: RolesParams, stor
     # Dask may run the work in other processes: nothing unpicklable (the LLM client) travels with it there
     shared = None if runner == "dask" else client
     work = partial(_play_one, by_id=by_id, entries=entries, settings=settings, roles=roles, store=store.folder,
-                   code=code, domain=domain, client=shared)
+                   code=code, domain=domain, client=shared, refresh=store.refresh)
     outcomes = execute(units, work, concurrency=settings.concurrency, runner=runner,
                        cluster=cluster, progress=progress)
     stats = UnitStats(computed=sum(not reused for _, reused in outcomes),
@@ -103,8 +104,10 @@ def play(cases: Sequence[Case], settings: EvalSettings, roles: RolesParams, stor
     return [result for result, _ in outcomes], stats
 
 
-def _play_one(unit: Unit, *, by_id, entries, settings, roles, store, code, domain, client) -> tuple[UnitResult, bool]:
-    return play_unit(unit, by_id[unit.case_id], entries[unit.method], settings, roles, store, code, domain, client)
+def _play_one(unit: Unit, *, by_id, entries, settings, roles, store, code, domain, client,
+              refresh: bool = False) -> tuple[UnitResult, bool]:
+    return play_unit(unit, by_id[unit.case_id], entries[unit.method], settings, roles, store, code, domain, client,
+                     refresh=refresh)
 
 
 def write_outputs(out: Path, results: Sequence[UnitResult], cases: Sequence[Case], settings: EvalSettings,

@@ -114,6 +114,11 @@ class UnitResult(BaseModel):
     episode: Episode
     judge: JudgeResult
 
+    @property
+    def role_failed(self) -> bool:
+        """A judge or any role of the episode failed for good (the unit is then never stored)."""
+        return self.judge.judge_failed or any(u.failures for u in self.episode.usage.values())
+
 
 def is_policy(entry: MethodEntry) -> bool:
     return entry.kind == "policy"
@@ -188,9 +193,9 @@ def unit_key(unit: Unit, case: Case, entry: MethodEntry, settings: EvalSettings,
     })
 
 
-def episode_store(folder: Path) -> UnitStore[UnitResult]:
+def episode_store(folder: Path, *, refresh: bool = False) -> UnitStore[UnitResult]:
     """The store of finished episode units (``tasks.evaluation.engine.UnitStore``)."""
-    return UnitStore(folder, UnitResult)
+    return UnitStore(folder, UnitResult, refresh=refresh)
 
 
 # ---- run artifacts (or-clarify.md §9) ----------------------------------------------------------------------------

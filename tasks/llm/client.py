@@ -39,7 +39,7 @@ from pydantic import BaseModel, ValidationError
 from tasks.llm.accounting import Accounting
 from tasks.llm.cache import CachedCall, CallCache, call_key, schema_of
 from tasks.llm.records import RoleConfig, RoleFailure
-from tasks.llm.redact import install_log_redaction, redact, register_secret
+from tasks.llm.redact import install_log_redaction, redact, redact_values, register_secret
 from tasks.llm.strict_schema import drop_sent_nulls, response_format
 
 M = TypeVar("M", bound=BaseModel)
@@ -278,7 +278,8 @@ def endpoint_kwargs(cfg: RoleConfig) -> dict[str, Any]:
     if cfg.api_key_env:
         key = os.environ.get(cfg.api_key_env)
         if not key:
-            raise LLMCallFailed("provider", f"api_key_env names {cfg.api_key_env}, which is not set", 0)
+            raise LLMCallFailed("provider", "the variable api_key_env names is not set (the name is not shown: it may "
+                                "be a pasted key)", 0)
         register_secret(key)
         kwargs["api_key"] = key
     return kwargs
@@ -384,8 +385,9 @@ class LLMClient:
             elapsed = time.perf_counter() - started
             choice = response.choices[0]
             content, reasoning = split_reasoning(choice.message.content or "")
+            content = redact_values(content)  # a reply echoing a key: never stored
             given = getattr(choice.message, "reasoning_content", None) or ""
-            reasoning = "\n".join(r for r in (given.strip(), reasoning) if r)
+            reasoning = redact_values("\n".join(r for r in (given.strip(), reasoning) if r))
             usage = getattr(response, "usage", None)
             details = getattr(usage, "completion_tokens_details", None)
             record = CachedCall(

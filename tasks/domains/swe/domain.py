@@ -458,6 +458,8 @@ class SweDomain:
         usage: Counter = Counter()
         for part, state in tqdm(parts, total=len(calls), desc="annotate swe", unit="chunk", leave=False):
             stats.add_state(state)
+            if part["failures"]:  # only successes stay cached: a rerun retries this chunk's failed calls
+                caching.forget_result(state)
             done.update((i["instance_id"], i) for i in part["issues"])
             failures.extend(part["failures"])
             usage.update({k: v for k, v in part["usage"].items() if isinstance(v, int | float)})

@@ -22,7 +22,8 @@ UNIT_STORE = Path(".cache") / "eval" / "swe" / "units"
 
 def run_units(cases: Sequence[Case], settings: SweEvalSettings, roles: RolesParams, inputs: SweInputs, *,
               root: Path, reward: RewardConfig, client=None, progress: Callable[[int, int], None] | None = None,
-              methods: dict | None = None, cluster: ClusterParams | None = None) -> tuple[dict[str, list], UnitStats]:
+              methods: dict | None = None, cluster: ClusterParams | None = None,
+              refresh: bool = False) -> tuple[dict[str, list], UnitStats]:
     """Every (method, case) unit, from the store or computed in batches (on ``settings.task_runner``); per method,
     units in case order."""
     from tasks.caching import code_version
@@ -30,7 +31,7 @@ def run_units(cases: Sequence[Case], settings: SweEvalSettings, roles: RolesPara
     from tasks.evaluation.questions.methods import QuestionContext, build_method
     from tasks.evaluation.questions.units import QUESTION_CODE, SweUnit, unit_key
 
-    store = UnitStore(Path(root) / UNIT_STORE, SweUnit)
+    store = UnitStore(Path(root) / UNIT_STORE, SweUnit, refresh=refresh)  # a unit with a role failure is not stored
     ctx = QuestionContext(roles=roles, weights=inputs.weights, client=client, root=Path(root),
                         published=inputs.published)
     code = code_version(*QUESTION_CODE)
@@ -274,7 +275,7 @@ def summarise(cases: Sequence[Case], units_by_method: dict[str, list], settings:
 def evaluate_swe(cases: Sequence[Case], settings: SweEvalSettings, roles: RolesParams, out_dir: Path, *, root: Path,
                  client=None, progress: Callable[[int, int], None] | None = None, reward: RewardConfig | None = None,
                  inputs: SweInputs | None = None, methods: dict | None = None,
-                 cluster: ClusterParams | None = None) -> dict[str, Any]:
+                 cluster: ClusterParams | None = None, refresh: bool = False) -> dict[str, Any]:
     """Run every method on ``cases``, write the outputs into ``out_dir`` and return the summary.
 
     ``reward``: the staged reward settings (``params.yaml: reward``; default ``RewardConfig()``), judged by
@@ -294,7 +295,7 @@ def evaluate_swe(cases: Sequence[Case], settings: SweEvalSettings, roles: RolesP
     cases = sorted(cases, key=lambda c: c.case_id)
     inputs.trained = check_trained_policies(root, settings, cases)  # the cases given here, not only the loaded ones
     units, stats = run_units(cases, settings, roles, inputs, root=root, reward=reward, client=client,
-                             progress=progress, methods=methods, cluster=cluster)
+                             progress=progress, methods=methods, cluster=cluster, refresh=refresh)
     abstaining: list[str] = []
     if settings.abstain.threshold is not None:
         from tasks.evaluation.questions.abstain import add_abstaining
@@ -322,8 +323,11 @@ def evaluate_swe(cases: Sequence[Case], settings: SweEvalSettings, roles: RolesP
     plots.recovery_plot(ordered, out_dir / "questions_vs_recovery.png")
     export_clarified([u for name in units for u in units[name]], {c.case_id: c for c in cases}, out_dir / "bridge",
                      inputs.meta)
+    from tasks.roles.failures import unit_failure_counts
+
+    failure_counts = unit_failure_counts([u for name in units for u in units[name]], roles)
     return {**summary, "run": {"computed": stats.computed, "reused": stats.reused,
-                               "seconds": round(stats.seconds, 2)}}
+                               "seconds": round(stats.seconds, 2), "failure_counts": failure_counts}}
 
 
 def paired_comparisons(units: dict[str, list], settings: SweEvalSettings) -> dict[str, Any]:

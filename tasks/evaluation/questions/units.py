@@ -80,6 +80,12 @@ class SweUnit(BaseModel):
     batched over a chunk of cases, so a chunk's usage is shared out (``share_usage``): a unit role's by the case's
     questions, the other roles' evenly; empty in units stored before it was recorded."""
 
+    @property
+    def role_failed(self) -> bool:
+        """The generation or a unit role failed for good (the unit is then never stored)."""
+        return (self.failure is not None or any(self.role_failures.values())
+                or any(u.failures for u in self.usage.values()))
+
 
 QUESTION_CODE = ("evaluation/questions/units.py", "evaluation/questions/methods.py", "training/prompts.py", "roles",
                  "rewards", "text.py")
