@@ -33,6 +33,8 @@ class RoleUsage(BaseModel):
     latency_s: float = 0.0
     """Summed wall time of provider calls (cache hits cost nothing here)."""
     cost_usd: float = 0.0
+    failure_kinds: dict[str, int] = {}
+    """``failures`` by ``RoleFailure.kind`` (``invalid_output``, ``transient``, ``provider``)."""
 
 
 class Accounting:
@@ -51,6 +53,13 @@ class Accounting:
             usage = self._role(role, backend, model)
             for name, value in counts.items():
                 setattr(usage, name, getattr(usage, name) + value)
+
+    def fail(self, role: str, *, model: str = "", kind: str) -> None:
+        """One request of ``role`` failed for good, of ``kind``."""
+        with self._lock:
+            usage = self._role(role, "llm", model)
+            usage.failures += 1
+            usage.failure_kinds = {**usage.failure_kinds, kind: usage.failure_kinds.get(kind, 0) + 1}
 
     def snapshot(self) -> dict[str, dict]:
         with self._lock:

@@ -117,6 +117,39 @@ def _is_retryable(err: BaseException) -> bool:
     return isinstance(status, int) and status >= 500
 
 
+GRAMMAR_MAX_STRING = 240
+"""``maxLength`` given to free strings in a schema sent for grammar-constrained decoding (a small model can loop in
+a string until ``max_tokens``)."""
+GRAMMAR_MAX_ITEMS = 8
+"""``maxItems`` given to unbounded lists in such a schema."""
+
+
+def grammar_schema(node: Any) -> Any:
+    """A JSON schema as a grammar should follow it: every listed property required (optional fields let a grammar end
+    the object early), no ``default``, free strings and lists bounded. What it accepts is a subset of what the
+    original accepts, so a reply is still validated by the role's own model."""
+    if isinstance(node, list):
+        return [grammar_schema(item) for item in node]
+    if not isinstance(node, dict):
+        return node
+    out = {key: ({name: grammar_schema(sub) for name, sub in value.items()}
+                 if key in ("properties", "$defs") and isinstance(value, dict) else grammar_schema(value))
+           for key, value in node.items() if key != "default"}
+    if isinstance(out.get("properties"), dict):
+        out["required"] = list(out["properties"])
+    if out.get("type") == "string" and not {"enum", "const", "pattern", "format", "maxLength"} & set(out):
+        out["maxLength"] = GRAMMAR_MAX_STRING
+    if out.get("type") == "array" and "maxItems" not in out:
+        out["maxItems"] = GRAMMAR_MAX_ITEMS
+    return out
+
+
+def json_object_schema_format(schema: type[BaseModel]) -> dict[str, Any]:
+    """llama-cpp-python's server dialect: JSON mode with the schema beside it (``{"type": "json_object", "schema":
+    ...}``), which it turns into a grammar; it refuses OpenAI's ``json_schema``."""
+    return {"type": "json_object", "schema": grammar_schema(schema.model_json_schema())}
+
+
 _FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.S)
 
 
@@ -141,9 +174,21 @@ def parse_output(text: str, schema: type[M]) -> M:
         try:
             return schema.model_validate_json(_without_sent_nulls(candidate, schema))
         except ValidationError as err:
+            lenient = _with_raw_control_characters(candidate, schema)
+            if lenient is not None:
+                return lenient
             if candidate is candidates[-1]:
                 raise err from None
     raise AssertionError("unreachable")
+
+
+def _with_raw_control_characters(candidate: str, schema: type[M]) -> M | None:
+    """The candidate read with raw newlines and tabs allowed inside strings (strict JSON refuses them; llama.cpp's
+    grammar lets a model write them), or None when that does not validate either."""
+    try:
+        return schema.model_validate(drop_sent_nulls(json.loads(candidate, strict=False), schema_of(schema)))
+    except (ValueError, ValidationError):
+        return None
 
 
 def _without_sent_nulls(candidate: str, schema: type[BaseModel]) -> str:
@@ -463,6 +508,8 @@ class LLMClient:
             return {"response_format": response_format(schema)}
         if mode == "json_object":
             return {"response_format": {"type": "json_object"}}
+        if mode == "json_object_schema":
+            return {"response_format": json_object_schema_format(schema)}
         return {}
 
     # ---- structured output with regeneration ---------------------------------------------------------------------
@@ -500,7 +547,7 @@ class LLMClient:
                 try:
                     return await self.astructured(role=role, cfg=cfg, messages=msgs, schema=schema, sample=sample)
                 except LLMCallFailed as failed:
-                    self.accounting.add(role, model=cfg.model, failures=1)
+                    self.accounting.fail(role, model=cfg.model, kind=failed.kind)
                     return failed.to_failure(role)
                 finally:
                     if bar is not None:

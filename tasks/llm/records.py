@@ -44,10 +44,12 @@ class RoleConfig(BaseModel):
     """Retries of one call on timeouts, rate limits, connection errors and 5xx (exponential backoff + jitter)."""
     max_regenerations: int = Field(default=3, ge=0)
     """Extra generations with a repair message when the output does not parse into the role's schema."""
-    structured_output: Literal["auto", "json_schema", "json_object", "prompt"] = "auto"
+    structured_output: Literal["auto", "json_schema", "json_object", "json_object_schema", "prompt"] = "auto"
     """How the output schema reaches the model: ``json_schema`` always sends it as a strict ``response_format``
     (``tasks/llm/strict_schema.py``; vLLM and most OpenAI-compatible servers constrain decoding to it),
     ``json_object`` asks for JSON mode and writes the schema into the prompt (DeepSeek's only structured mode),
+    ``json_object_schema`` sends ``{"type": "json_object", "schema": ...}`` (llama-cpp-python's server, which refuses
+    ``json_schema`` and constrains decoding to this schema by grammar; ``make llm-server``),
     ``prompt`` only in the prompt, ``auto``: ``json_object`` for providers known to lack ``json_schema``
     (``JSON_MODE_ONLY``), else ``json_schema`` where litellm's model map says the model supports it, else
     ``prompt``. Replies are validated either way, with at least one repair retry under ``json_object``."""

@@ -238,11 +238,19 @@ class RolesParams(BaseModel):
     max_failure_rate: float = Field(default=0.2, ge=0.0, le=1.0)
     """A stage fails (nothing published) when any role's share of failed requests is above this
     (``tasks/roles/failures.py``); 1.0 never fails."""
-    preset: RolePreset = RolePreset()
-    """Applied over the roles of each group in :data:`PRESET_GROUPS` (its written fields win)."""
+    preset: RolePreset | Literal["served"] = RolePreset()
+    """Applied over the roles of each group in :data:`PRESET_GROUPS` (its written fields win). ``served``: every role
+    on the local inference server of ``make llm-server`` (``tasks/llm/server.py``: ``served_role_overrides``)."""
 
     @model_validator(mode="after")
     def _apply_preset(self) -> RolesParams:
+        if self.preset == "served":
+            from tasks.llm.server import served_role_overrides
+
+            for name in ROLE_NAMES:
+                cfg = getattr(self, name)
+                setattr(self, name, cfg.model_copy(update=served_role_overrides(cfg.max_tokens)))
+            return self
         for group, names in PRESET_GROUPS.items():
             entry: PresetRole | None = getattr(self.preset, group)
             if entry is None:
@@ -294,6 +302,7 @@ def describe_roles(roles: RolesParams) -> dict[str, dict]:
                 "max_regenerations": cfg.max_regenerations,
                 # the endpoint and the name of the key's variable, when set (never the key)
                 **{k: v for k, v in (("api_base", cfg.api_base), ("api_key_env", cfg.api_key_env)) if v},
+                **({"structured_output": cfg.structured_output} if cfg.structured_output != "auto" else {}),
             }
     return out
 

@@ -49,6 +49,23 @@ def counts_from_usage(usage: Mapping[str, Mapping]) -> list[RoleFailureCount]:
             for role, row in sorted(usage.items()) if row.get("backend", "llm") == "llm" and row.get("requests")]
 
 
+def llm_role_calls(usage: Mapping[str, Mapping]) -> dict[str, dict]:
+    """Per LLM role of an accounting snapshot (this process's calls; units reused from a store made none): its
+    model, requests, provider calls, failures by kind, regenerations, retries, replies cut by the token limit and
+    tokens. Empty when every role ran its local backend."""
+    return {
+        role: {"model": row.get("model", ""), "requests": int(row.get("requests", 0)),
+               "provider_calls": int(row.get("provider_calls", 0)), "failures": int(row.get("failures", 0)),
+               "failures_by_kind": dict(sorted((row.get("failure_kinds") or {}).items())),
+               "regenerations": int(row.get("regenerations", 0)), "retries": int(row.get("retries", 0)),
+               "truncated_replies": int(row.get("truncated", 0)),
+               "prompt_tokens": int(row.get("prompt_tokens", 0)),
+               "completion_tokens": int(row.get("completion_tokens", 0)),
+               "latency_s": round(float(row.get("latency_s", 0.0)), 2)}
+        for role, row in sorted(usage.items()) if row.get("backend", "llm") == "llm" and row.get("requests")
+    }
+
+
 def check_failure_rates(counts: Iterable[RoleFailureCount], max_rate: float, *, stage: str) -> None:
     """Raise ``RoleFailureRateError`` for the first role (by name) whose failure rate is above ``max_rate``."""
     for count in sorted(counts, key=lambda c: c.role):
