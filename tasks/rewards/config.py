@@ -87,7 +87,45 @@ class DiversityParams(_Section):
     ``earlier``: only the later one (the public code's LLM judge counts questions similar to *earlier* ones)."""
 
 
+Protocol = Literal["clarifyflow", "reference"]
+"""``clarifyflow``: this project's design (per-question judges, intent diversity, all stages evaluated).
+``reference``: the CLARITI public code's rules (``tasks.rewards.reference``; docs/clariti-protocol.md)."""
+
+JudgeFailure = Literal["unscored", "neutral", "repair"]
+"""What a judge call that fails or cannot be parsed gives.
+
+- ``unscored`` (this project): the item is counted as unscored and left out of the stage's mean; a stage with no
+  scored item is unscored and left out of the reward (the scored stages' weights are rescaled to the full sum).
+- ``neutral`` (the CLARITI public code): the stage takes the reference's neutral value (``NEUTRAL``), counted.
+- ``repair`` (the InterOPT runner): the failed calls are sent again up to ``repair_retries`` times (the client
+  repairs JSON on each); what still fails is unscored."""
+
+NEUTRAL: dict[str, float] = {"non_redundancy": 0.5, "diversity": 0.7, "answerability": 0.5, "task_relevance": 0.3}
+"""The CLARITI public code's values on a judge error or parse failure: S1 error 0.5, S2 parse failure 0.7, S3
+error 0.5, S4 parse failure or count mismatch 0.3 (clariti.md §5.3)."""
+
+
+class ReferenceParams(_Section):
+    """``protocol: reference`` only: the public code's numbers that the project's design has no key for."""
+
+    type_rewards: dict[str, float] = {"error_info": 1.0, "expected_behavior": 0.58, "implementation": 0.65,
+                                      "reproduction": 0.42, "version_env": 0.59, "external_refs": 0.23,
+                                      "irrelevant": 0.0}
+    """S4's per-type values as the public code has them (its ``implementation`` is 0.65, the paper's table 0.6)."""
+    unknown_type: float = Field(default=0.3, ge=0.0, le=1.0)
+    """S4's value of a label outside ``type_rewards``."""
+    no_original_issue: float = Field(default=0.7, ge=0.0, le=1.0)
+    """S3's value when the sample has no full issue."""
+    empty_cache: float = Field(default=1.0, ge=0.0, le=1.0)
+    """S2's value while the generation cache is empty (the first batch, or a held-out evaluation)."""
+
+
 class RewardConfig(_Section):
+    protocol: Protocol = "clarifyflow"
+    judge_failure: JudgeFailure = "unscored"
+    repair_retries: int = Field(default=2, ge=0)
+    """``judge_failure: repair``: how many times a failed judge call is sent again."""
+    reference: ReferenceParams = ReferenceParams()
     order: list[StageName] = list(STAGE_NAMES)  # type: ignore[assignment]
     """Stages in the order they run (and gate)."""
     thresholds: Thresholds = Thresholds()
