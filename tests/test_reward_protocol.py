@@ -301,3 +301,32 @@ def test_reference_protocol_through_staged_reward_offline():
     out = reward.score([sample(numbered(*QS)), sample("")])
     assert out[0].protocol == "reference" and out[0].total is not None and out[1].total == 0.0
     assert all(v is not None for v in out[0].values.values())
+
+
+# ---- the tables show the unscored counts -------------------------------------------------------------------------
+
+
+def test_or_report_and_combined_report_show_unscored():
+    from tasks.evaluation import judge as J
+    from tasks.evaluation import metrics as M
+    from tasks.evaluation.report import report_markdown
+    from tasks.reporting.sections import unscored_line
+    from tasks.roles.config import RolesParams, describe_roles
+    from tests.test_evaluation_metrics import R, episode, make_case, score, session
+
+    case = make_case("case_a")
+    eps = [episode("case_a", [("q", 1, R)], ready_summary="x", repeat=k) for k in (1, 2)]
+    slots = [score("H1", "P0", "yes", 1), score("H2", "P1", "no"), score("H3", "P2", "yes", 1)]
+    judged = [J.assemble(case, eps[0], slots, session("appropriate_stop")),
+              J.assemble(case, eps[1], slots, None, failure="provider 500")]
+    summary = M.ranked_summary(M.summarise(eps, judged, {"case_a": case}, n_resamples=50), {"m": None})
+    row = summary["rows"]["open::m"]
+    assert row["Unscored"] == 1
+    assert row["WeightedSlotScore_macro"] == pytest.approx(judged[0].weighted_slot_score, abs=1e-6)
+    text = report_markdown(summary, {"cases": "c", "case_count": 1, "repeats": 2, "max_turns": 20, "seed": 0},
+                           describe_roles(RolesParams()))
+    assert "unscored: 1 runs" in text
+    assert unscored_line(summary).text.startswith("unscored: 1 ")
+    swe = unscored_line({"unscored": 3, "reward_protocol": "reference", "judge_failure": "unscored"}).text
+    assert "Reward protocol: reference" in swe and "unscored: 3" in swe
+
