@@ -71,7 +71,8 @@ class DiversityParams(_Section):
     intent when the ``question_classifier`` gives them one category and their cosine is >= ``intent_threshold``,
     or when their cosine is >= ``similarity_threshold`` whatever the labels), so rephrasing one ask does not count
     as diverse; an intent also met in a sibling completion or a cached generation does not count.
-    ``embedding``: the public code's rule, 1 − similar/total on MiniLM cosine alone."""
+    ``embedding``: 1 − similar/total on MiniLM cosine alone. Neither is the public code's rule (an LLM counts the
+    similar questions, no embedding threshold): that is ``protocol: reference``."""
     similarity_threshold: float = Field(default=0.7, gt=0.0, le=1.0)
     """A question is similar to another when their MiniLM cosine is >= this."""
     intent_threshold: float = Field(default=0.45, gt=0.0, le=1.0)
@@ -80,8 +81,9 @@ class DiversityParams(_Section):
     cache_size: int = Field(default=2, ge=0)
     """Recent generations (completions) kept across batches to compare against; the public code keeps 2."""
     siblings: bool = True
-    """Compare with the other completions of the same prompt (the public code); False: each completion is judged
-    alone, as a held-out evaluation judges it."""
+    """Compare with the other completions of the same prompt (this design: the public code compares within the
+    generation and with its cache, which it fills only after the batch); False: each completion is judged alone, as
+    a held-out evaluation judges it."""
     within_completion: Literal["any", "earlier"] = "any"
     """``embedding`` mode. ``any``: both members of a near-duplicate pair inside one completion count as similar;
     ``earlier``: only the later one (the public code's LLM judge counts questions similar to *earlier* ones)."""
