@@ -330,3 +330,11 @@ def test_or_report_and_combined_report_show_unscored():
     swe = unscored_line({"unscored": 3, "reward_protocol": "reference", "judge_failure": "unscored"}).text
     assert "Reward protocol: reference" in swe and "unscored: 3" in swe
 
+
+
+def test_sanity_ladder_names_an_unscored_row_instead_of_crashing():
+    from tests.test_sanity_ladder import _ladder, _row, _violations
+
+    row = {**_row(0.3, 0.5, 0.7), "AllSlotExactRestoreRate": None, "WeightedSlotScore_macro": None}
+    found = _violations(_ladder(**{"open::a": row}))
+    assert found == ["open::a: every run unscored (its judge failed), not placed on the ladder"]
