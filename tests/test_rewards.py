@@ -381,7 +381,7 @@ def test_trl_functions_with_conversational_completions():
     assert out["staged_total"][2] == pytest.approx(0.25 * (1 + 1 + 1 + 1.0))
     assert out["staged_total"][1] == pytest.approx(0.5 * 0.25 * 1.0)  # diversity 0 < 0.3 under the public rule
     assert out["staged_total"][3] == 0.0
-    assert logged["reward/judge_failures"] == 0.0
+    assert logged["reward/judge_failures"] == 0.0 and logged["reward/unscored"] == 0.0
 
 
 def test_trl_functions_can_score_each_completion_alone():
