@@ -338,3 +338,24 @@ def test_sanity_ladder_names_an_unscored_row_instead_of_crashing():
     row = {**_row(0.3, 0.5, 0.7), "AllSlotExactRestoreRate": None, "WeightedSlotScore_macro": None}
     found = _violations(_ladder(**{"open::a": row}))
     assert found == ["open::a: every run unscored (its judge failed), not placed on the ladder"]
+
+
+def test_served_reference_passes_round_trip(tmp_path):
+    """S1's two passes on a scripted served model: the prompts render the question list and the answers, and the
+    model's count sets r1."""
+    seen: list[str] = []
+
+    def judge(messages):
+        system, user = messages[0]["content"], messages[-1]["content"]
+        seen.append(system.split("\n", 1)[0])
+        if system.startswith("You answer"):
+            assert all(f"{k}. {q}" in user for k, q in enumerate(QS, 1))
+            return json.dumps({"answers": ["I don't know", "I don't know", "large files"]})
+        assert "A3: large files" in user
+        return json.dumps({"count": 1, "total": 3, "explanation": "one answered"})
+
+    model, client = _mock_client(tmp_path, judge)
+    cfg = RewardConfig.model_validate({"protocol": "reference", "judges": _served(model, "redundancy_judge")})
+    (out,) = StagedReward(cfg, WEIGHTS, client=client).score([sample(numbered(*QS))])
+    assert out.values["non_redundancy"] == pytest.approx(1 - 1 / 3) and out.judge_failures["non_redundancy"] == 0
+    assert [s[:10] for s in seen] == ["You answer", "You count "]
