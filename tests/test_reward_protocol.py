@@ -359,3 +359,24 @@ def test_served_reference_passes_round_trip(tmp_path):
     (out,) = StagedReward(cfg, WEIGHTS, client=client).score([sample(numbered(*QS))])
     assert out.values["non_redundancy"] == pytest.approx(1 - 1 / 3) and out.judge_failures["non_redundancy"] == 0
     assert [s[:10] for s in seen] == ["You answer", "You count "]
+
+
+def test_evaluate_swe_under_the_reference_protocol_names_it(tmp_path):
+    """evaluate@swe (in process, local roles) with ``reward.protocol: reference``: the summary and report.md name
+    the protocol and show the unscored count; the per-case rewards come from the reference rules."""
+    from tasks.evaluation.questions.run import evaluate_swe
+    from tasks.roles.config import RolesParams
+    from tasks.evaluation.questions import load_swe_inputs
+    from tests.test_swe_eval import project
+
+    root, settings = project(tmp_path, [{"name": "no_questions"}, {"name": "ask_everything"}])
+    inputs = load_swe_inputs(root, settings)
+    summary = evaluate_swe(inputs.cases, settings, RolesParams(), tmp_path / "out", root=root, inputs=inputs,
+                           reward=RewardConfig(protocol="reference"))
+    assert summary["reward_protocol"] == "reference" and summary["reward"]["protocol"] == "reference"
+    assert summary["unscored"] == 0 and summary["methods"]["ask_everything"]["unscored"] == 0
+    assert summary["methods"]["ask_everything"]["reward_mean"] is not None
+    report = (tmp_path / "out" / "report.md").read_text()
+    assert "protocol reference" in report and "Reward protocol: reference" in report and "| unscored |" in report
+    rows = [json.loads(line) for line in (tmp_path / "out" / "rows.jsonl").read_text().splitlines()]
+    assert all(r["reward"]["unscored"] == [] for r in rows if r["reward"])

@@ -1,5 +1,6 @@
 """``dvc exp run -S reward.protocol=reference`` runs sft_data -> grpo -> evaluate@swe offline in a project copy,
-and evaluate@swe's summary and report name the protocol (slow: the chain trains the embedded policy)."""
+and evaluate@swe's summary and report name the protocol (slow: the chain trains the embedded policy; a longer hang
+guard than the default, since the chain alone is construct@swe, shap, sft_data, sft, grpo and evaluate@swe)."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ def test_exp_run_reference_protocol_runs_the_swe_chain(project, prefect_api):
     write_params(project, params)
     run(project, "git", "add", "-A")
     run(project, "git", "-c", "user.name=t", "-c", "user.email=t@example.invalid", "commit", "-qm", "copy")
-    out = dvc(project, "exp", "run", "-S", "reward.protocol=reference", "evaluate@swe").stdout
+    out = dvc(project, "exp", "run", "-S", "reward.protocol=reference", "evaluate@swe", timeout=3600).stdout
     for stage in ("sft_data", "grpo", "evaluate@swe"):
         assert f"Running stage '{stage}'" in out, out
     summary = json.loads((project / "data" / "eval" / "swe" / "summary.json").read_text())
