@@ -364,9 +364,9 @@ def test_served_reference_passes_round_trip(tmp_path):
 def test_evaluate_swe_under_the_reference_protocol_names_it(tmp_path):
     """evaluate@swe (in process, local roles) with ``reward.protocol: reference``: the summary and report.md name
     the protocol and show the unscored count; the per-case rewards come from the reference rules."""
+    from tasks.evaluation.questions import load_swe_inputs
     from tasks.evaluation.questions.run import evaluate_swe
     from tasks.roles.config import RolesParams
-    from tasks.evaluation.questions import load_swe_inputs
     from tests.test_swe_eval import project
 
     root, settings = project(tmp_path, [{"name": "no_questions"}, {"name": "ask_everything"}])
