@@ -202,6 +202,9 @@ def report_markdown(summary: Mapping[str, Mapping[str, Any]], settings: Mapping[
     lines += ["", note, "", "## Slot judgements and stopping", ""]
     if summary["rows"] or summary["reference_rows"]:
         lines += _judgement_table(summary)
+        unscored = sum(r.get("Unscored", 0) for g in ("rows", "reference_rows") for r in summary[g].values())
+        lines += ["", f"unscored: {unscored} runs whose judge failed or could not be parsed (counted under judge "
+                  "failures, left out of every judge-derived mean)."]
     from tasks.evaluation.cost_table import cost_markdown
 
     lines += [""] + cost_markdown(summary)

@@ -369,6 +369,8 @@ def eval_section(inputs: ReportInputs, used: set[str], domain: str) -> Section:
         extra += [Text(REFERENCE_NOTE, kind="note"), reference_table(reference, summary)]
     if isinstance(summary.get("abstention"), dict):
         extra.append(abstention_table(summary["abstention"], str((data or {}).get("backend", "unspecified"))))
+    if line := unscored_line(summary):
+        extra.append(line)
     from tasks.evaluation import cost_table
 
     if costs := cost_table.cost_rows(summary):
@@ -385,6 +387,21 @@ def eval_section(inputs: ReportInputs, used: set[str], domain: str) -> Section:
         return section
     used.add(stage)
     return stage_section(inputs, stage, stage, _slug(stage), extra)
+
+
+def unscored_line(summary: dict[str, Any]) -> Text | None:
+    """The judge calls that failed and were left out of the means (evaluate@swe: reward stage values, with the reward
+    protocol; evaluate@<episode domain>: runs whose judge failed), from the stage's summary.json."""
+    if "unscored" in summary:
+        return Text(f"Reward protocol: {summary.get('reward_protocol', 'clarifyflow')}; a failed judge call: "
+                    f"{summary.get('judge_failure', 'unscored')}; unscored: {summary['unscored']} (stage values left "
+                    "out of the means).", kind="note")
+    rows = [r for group in ("rows", "reference_rows") for r in (summary.get(group) or {}).values()
+            if isinstance(r, dict) and "Unscored" in r]
+    if rows:
+        return Text(f"unscored: {sum(r['Unscored'] for r in rows)} runs whose judge failed (left out of every "
+                    "judge-derived mean).", kind="note")
+    return None
 
 
 def question_analysis_section(inputs: ReportInputs, used: set[str]) -> Section:

@@ -36,8 +36,11 @@ class AbstainSettings(BaseModel):
 
 
 def abstains(unit: Any, threshold: float) -> bool:
-    """Whether the questioner abstains on this (evaluated) unit: no scored list, or its reward under ``threshold``."""
-    return unit.skipped is None and (unit.reward is None or unit.reward.total < threshold)
+    """Whether the questioner abstains on this (evaluated) unit: no scored list, or its reward under ``threshold``
+    (a list whose every stage is unscored has no reward to compare: it does not abstain)."""
+    if unit.skipped is not None:
+        return False
+    return unit.reward is None or (unit.reward.total is not None and unit.reward.total < threshold)
 
 
 def abstaining_unit(unit: Any, threshold: float) -> Any:

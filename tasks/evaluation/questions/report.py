@@ -104,17 +104,20 @@ def report_markdown(summary: dict[str, Any]) -> str:
     stages = [k for k in next((m for m in every.values() if m.get("cases")), {}) if k.startswith("reward_")
               and k.endswith("_mean") and k != "reward_mean"]
     if stages:
-        lines += ["", "Staged reward by stage (mean over cases):", "",
-                  "| method | " + " | ".join(s[len("reward_"):-len("_mean")] for s in stages) + " |",
-                  "|---|" + "---|" * len(stages)]
+        lines += ["", f"Staged reward by stage (mean over scored cases; protocol {summary.get('reward_protocol')}; "
+                  "unscored: stage values whose judges failed, left out of the means):", "",
+                  "| method | " + " | ".join(s[len("reward_"):-len("_mean")] for s in stages) + " | unscored |",
+                  "|---|" + "---|" * (len(stages) + 1)]
         for name, m in every.items():
             if m.get("cases"):
-                lines.append(f"| {name} | " + " | ".join(_fmt(m[s]) for s in stages) + " |")
+                lines.append(f"| {name} | " + " | ".join(_fmt(m[s]) for s in stages) + f" | {m.get('unscored', 0)} |")
     lines += swe_cost_lines(every)
     trained = [f"{n} trained on {methods[n]['trained_on_source_ids']} issues (overlap with the evaluated ones: "
                f"{methods[n]['training_overlap']})" for n in order if "trained_on_source_ids" in methods[n]]
     notes = [f"- Split: {_split_line(summary['split'])}" + (f"; {'; '.join(trained)}." if trained else "."),
              f"- Category weights: {summary['weights']['source']}.",
+             (f"- Reward protocol: {summary.get('reward_protocol')} (docs/clariti-protocol.md); a failed judge "
+              f"call: {summary.get('judge_failure')}; unscored: {summary.get('unscored', 0)}."),
              f"- Resolution: {summary['surrogate'].get('label')}" + (
                  f" (model trained on {summary['surrogate']['trained_on']}; reference: incomplete issue "
                  f"{_fmt(summary['surrogate']['reference'].get('incomplete_issue'), pct=True)}, full issue "

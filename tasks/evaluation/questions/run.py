@@ -262,6 +262,9 @@ def summarise(cases: Sequence[Case], units_by_method: dict[str, list], settings:
                        "reference": reference}
                       if inputs.surrogate is not None else {"label": inputs.surrogate_note}),
         "reward": evaluation_reward(reward, roles).model_dump(mode="json", exclude={"judges"}),
+        "reward_protocol": reward.protocol,
+        "judge_failure": reward.judge_failure,
+        "unscored": sum(m.get("unscored", 0) for m in (*methods.values(), *reference_methods.values())),
         "bootstrap": {"resamples": settings.bootstrap, "seed": settings.seed, "unit": "issue (source_id)",
                       "method": "percentile, paired ratio"},
         "roles": {name: described[name] for name in (*UNIT_ROLES, "question_writer")},
