@@ -48,22 +48,30 @@ def test_kl_is_folded_into_the_reward_before_the_baseline():
         group_advantages([1.0, 0.0], [0.0, 0.0], beta=0.05, group_size=4)
 
 
-def test_loss_pushes_log_probability_along_the_advantage():
+def test_loss_pushes_log_probability_along_the_advantage_and_the_kl_term_carries_gradient():
     import torch
 
-    lp = torch.tensor([-2.0, -3.0], requires_grad=True)
-    loss = reinforce_loss(lp, torch.tensor([0.5, -0.5]))
-    loss.backward()
-    assert float(loss.detach()) == pytest.approx(-(-2.0 * 0.5 + -3.0 * -0.5) / 2)
-    assert lp.grad.tolist() == pytest.approx([-0.25, 0.25])  # descent raises the better completion's log-prob
+    def grads(beta: float) -> list[float]:
+        lp = torch.tensor([-2.0, -3.0], requires_grad=True)
+        loss = reinforce_loss(lp, torch.tensor([1.0, 0.0]), torch.tensor([-2.0, -3.0]), beta=beta, group_size=2)
+        loss.backward()
+        return lp.grad.tolist()
+
+    assert grads(0.0) == pytest.approx([-0.25, 0.25])  # -A/2: descent raises the better completion's log-prob
+    # the public code does not detach the advantage: its -beta*kl term adds beta*(lp - mean lp)/2 to the gradient
+    assert grads(0.5) == pytest.approx([-0.125, 0.125])
+    # two groups: the loss is the mean of the per-group losses
+    lp = torch.tensor([-1.0, -1.0, -2.0, -4.0])
+    two = reinforce_loss(lp, torch.tensor([1.0, 0.0, 0.0, 1.0]), lp, beta=0.05, group_size=2)
+    assert float(two) == pytest.approx(((-(-1 * 0.5 + -1 * -0.5) / 2) + (-(-2 * -0.5 + -4 * 0.5) / 2)) / 2)
 
 
-def test_completion_mask_stops_after_the_first_eos_and_logprobs_are_clipped(tokenizer):
+def test_completion_mask_stops_at_the_first_eos_and_logprobs_are_clipped(tokenizer):
     import torch
 
     eos = tokenizer.eos_token_id
     ids = torch.tensor([[5, eos, 7, eos], [5, 6, 7, 8]])
-    assert completion_mask(ids, [eos]).tolist() == [[1, 1, 0, 0], [1, 1, 1, 1]]
+    assert completion_mask(ids, [eos]).tolist() == [[1, 0, 0, 0], [1, 1, 1, 1]]  # the end token is not text
     model = _tiny_llama(tokenizer).eval()
     prompt = tokenizer(["hello there"], return_tensors="pt", add_special_tokens=False)
     lp = sequence_logprobs(model, prompt["input_ids"], prompt["attention_mask"], ids[:1], completion_mask(ids[:1],
@@ -74,6 +82,9 @@ def test_completion_mask_stops_after_the_first_eos_and_logprobs_are_clipped(toke
     other = torch.tensor([[5, eos, 9, 9]])
     lp2 = sequence_logprobs(model, prompt["input_ids"], prompt["attention_mask"], other, completion_mask(other, [eos]))
     assert float(lp2) == pytest.approx(float(lp), abs=1e-6)
+    empty = torch.tensor([[eos, 9, 9, 9]])
+    assert float(sequence_logprobs(model, prompt["input_ids"], prompt["attention_mask"], empty,
+                                   completion_mask(empty, [eos])).detach()) == -8.0  # the public code's value
 
 
 # ------------------------------------------------------------------ training

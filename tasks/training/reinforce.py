@@ -10,10 +10,15 @@ div_factor 10, final_div_factor 100; :func:`one_cycle_factor`), gradient clippin
 
 Selected by ``grpo.update: reference_reinforce``; ``lora.enabled: false`` trains every parameter, as the reference
 does (the frozen reference is then a copy of the starting model; with LoRA it is the model with the adapter off).
-Where this departs from the reference: generation uses ``transformers``' ``generate`` (no Ray workers, no vLLM);
-the model stays in eval mode (no dropout) for sampling and for both log-probabilities (except the policy's
-under ``gradient_checkpointing``, which needs train mode); a reward function's ``None``
-counts 0 in the weighted sum (as TRL's nansum), where the reference's judge falls back to neutral values itself.
+As in the public code (``openhands/training/train.py``, read where clariti.md is silent): the advantage is not
+detached, so the KL term carries gradient; the model stays in eval mode (no dropout) for sampling and for both
+log-probabilities (except the policy's under ``gradient_checkpointing``, which needs train mode); a completion's
+log-probability covers its text without the end token, and one without tokens counts ``EMPTY_LOGPROB`` (-8);
+top-k is left to the model's generation config (only temperature and top-p are set). Where this departs from the
+reference: one process (no Ray workers; the reference log-probabilities come from the adapter switched off, or a
+frozen copy under full fine-tuning); prompts are rendered with the tokenizer's chat template and the project's
+system prompt; a reward function's ``None`` counts 0 in the weighted sum (as TRL's nansum), where the reference's
+judge falls back to neutral values itself.
 The output folder has the same files as :func:`tasks.training.trainers.train_grpo`'s.
 """
 
@@ -58,13 +63,29 @@ def group_advantages(rewards: Sequence[float], kl: Sequence[float], *, beta: flo
     return advantages
 
 
-def reinforce_loss(policy_logprobs: Any, advantages: Any) -> Any:
-    """``-mean_i(lp_policy_i * A_i)``; the advantages carry no gradient."""
-    return -(policy_logprobs * advantages.detach()).mean()
+def reinforce_loss(policy_logprobs: Any, rewards: Any, ref_logprobs: Any, *, beta: float, group_size: int,
+                   baseline: Baseline = "mean") -> Any:
+    """The reference's loss: per group ``-mean_i(lp_i * A_i)`` with ``A_i = r~_i - baseline(r~)``, ``r~ = r -
+    beta*(lp - lp_ref)``, then the mean over groups. As in the public code the advantage is not detached: through
+    its KL term it carries gradient too (the rewards and the reference log-probabilities carry none)."""
+    import torch
+
+    losses = []
+    for start in range(0, policy_logprobs.shape[0], group_size):
+        lp = policy_logprobs[start:start + group_size]
+        penalised = rewards[start:start + group_size] - beta * (lp - ref_logprobs[start:start + group_size])
+        base = penalised.max() if baseline == "max" else penalised.mean()
+        losses.append(-(lp * (penalised - base)).mean())
+    return torch.stack(losses).mean()
+
+
+EMPTY_LOGPROB = -8.0
+"""The public code's log-probability of a completion without tokens."""
 
 
 def sequence_logprobs(model: Any, prompt_ids: Any, prompt_mask: Any, completion_ids: Any, completion_mask: Any) -> Any:
-    """Mean token log-probability of each completion given its (left-padded) prompt, clipped to [-15, 0]."""
+    """Mean token log-probability of each completion given its (left-padded) prompt, clipped to [-15, 0]; a
+    completion without tokens gets ``EMPTY_LOGPROB``."""
     import torch
 
     ids = torch.cat([prompt_ids, completion_ids], dim=1)
@@ -73,17 +94,18 @@ def sequence_logprobs(model: Any, prompt_ids: Any, prompt_mask: Any, completion_
     logits = model(input_ids=ids, attention_mask=mask, position_ids=positions).logits
     logits = logits[:, prompt_ids.shape[1] - 1:-1].float()
     token_lp = torch.log_softmax(logits, dim=-1).gather(-1, completion_ids.unsqueeze(-1)).squeeze(-1)
-    mean = (token_lp * completion_mask).sum(-1) / completion_mask.sum(-1).clamp(min=1)
-    return mean.clamp(LOGPROB_FLOOR, 0.0)
+    counts = completion_mask.sum(-1)
+    mean = (token_lp * completion_mask).sum(-1) / counts.clamp(min=1)
+    return torch.where(counts > 0, mean.clamp(LOGPROB_FLOOR, 0.0), torch.full_like(mean, EMPTY_LOGPROB))
 
 
 def completion_mask(completion_ids: Any, eos_ids: Sequence[int]) -> Any:
-    """1 up to and including the first end-of-sequence token, 0 after it."""
+    """1 before the first end-of-sequence token, 0 from it on: the reference scores the decoded text, which has no
+    end token."""
     import torch
 
     is_eos = torch.isin(completion_ids, torch.tensor(list(eos_ids), device=completion_ids.device))
-    after = (is_eos.cumsum(-1) - is_eos.long()) > 0
-    return (~after).long()
+    return (is_eos.cumsum(-1) == 0).long()
 
 
 def one_cycle_factor(step: int, *, steps: int, warmup: int) -> float:
@@ -201,7 +223,7 @@ def train_reinforce(
         for step in range(1, g.max_steps + 1):
             optimizer.zero_grad(set_to_none=True)
             logged: dict[str, list[float | None]] = {n: [] for n in names}
-            totals, kls, losses = [], [], []
+            totals, kls, losses, advantages = [], [], [], []
             for _ in range(g.gradient_accumulation_steps):
                 batch = next_rows()
                 prompts = [r["prompt"] for r in batch for _ in range(g.num_generations)]
@@ -209,7 +231,7 @@ def train_reinforce(
                                 padding_side="left", add_special_tokens=False).to(device)
                 with torch.no_grad():
                     out = model.generate(**enc, do_sample=True, temperature=g.temperature, top_p=g.top_p,
-                                         top_k=0, max_new_tokens=g.max_completion_length,
+                                         max_new_tokens=g.max_completion_length,
                                          pad_token_id=tokenizer.pad_token_id)
                 completion_ids = out[:, enc["input_ids"].shape[1]:]
                 mask = completion_mask(completion_ids, stop)
@@ -230,9 +252,12 @@ def train_reinforce(
                 model.train(profile.gradient_checkpointing)  # with checkpointing, LoRA dropout applies here
                 policy_lp = sequence_logprobs(model, *tensors)
                 model.eval()
-                kl = (policy_lp.detach() - ref_logprobs(*tensors)).tolist() if g.beta > 0 else [0.0] * len(texts)
-                adv = group_advantages(rewards, kl, beta=g.beta, group_size=g.num_generations, baseline=baseline)
-                loss = reinforce_loss(policy_lp, torch.tensor(adv, device=policy_lp.device, dtype=policy_lp.dtype))
+                ref_lp = ref_logprobs(*tensors) if g.beta > 0 else policy_lp.detach()
+                loss = reinforce_loss(policy_lp, torch.tensor(rewards, device=policy_lp.device, dtype=policy_lp.dtype),
+                                      ref_lp, beta=g.beta, group_size=g.num_generations, baseline=baseline)
+                kl = (policy_lp.detach() - ref_lp).tolist()
+                advantages += group_advantages(rewards, kl, beta=g.beta, group_size=g.num_generations,
+                                               baseline=baseline)
                 (loss / g.gradient_accumulation_steps).backward()
                 totals += rewards
                 kls += kl
@@ -245,6 +270,7 @@ def train_reinforce(
             if step % g.logging_steps == 0 or step == g.max_steps:
                 entry = {"step": step, "epoch": state.epoch, "loss": sum(losses) / len(losses),
                          "reward": sum(totals) / len(totals), "kl": sum(kls) / len(kls), "grad_norm": grad_norm,
+                         "mean_advantage": sum(advantages) / len(advantages),
                          "learning_rate": optimizer.param_groups[0]["lr"]}
                 entry |= {f"rewards/{n}/mean": m for n in names if (m := _mean(logged[n])) is not None}
                 state.log_history.append(entry)
