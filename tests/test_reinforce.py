@@ -136,6 +136,14 @@ def test_full_fine_tuning_writes_a_whole_model_that_loads_and_passes_the_gate(tm
     assert "full fine-tuning" in (out / "README.md").read_text()
     policy = LocalPolicy.from_adapter("ignored-base-name", folder, device=None, max_new_tokens=4)
     assert isinstance(policy.ask(ISSUES[0]), str)
+    # evaluation takes the folder as a policy of its own (it is its own base; no LoRA config is asked for)
+    from types import SimpleNamespace
+
+    from tasks.evaluation.questions.methods import check_method_files
+    from tasks.training.policy import adapter_base
+
+    assert adapter_base(folder) == str(folder)
+    check_method_files("policy", SimpleNamespace(adapter=str(folder)), tmp_path, "evaluate.swe.methods[0]")
 
 
 def test_params_keys_select_the_update_and_full_fine_tuning():

@@ -217,7 +217,10 @@ def read_adapter_config(adapter_dir: Path) -> dict:
 
 
 def adapter_base(adapter_dir: Path) -> str:
-    """The base recorded in an adapter written by :mod:`tasks.training.trainers`."""
+    """The base recorded in an adapter written by :mod:`tasks.training.trainers`; a fully fine-tuned model folder
+    is its own base."""
+    if is_full_model(adapter_dir):
+        return str(adapter_dir)
     config = Path(adapter_dir) / "adapter_config.json"
     base = read_adapter_config(adapter_dir).get("base_model_name_or_path")
     if not base:

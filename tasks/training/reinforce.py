@@ -27,7 +27,6 @@ from __future__ import annotations
 import copy
 import math
 import random
-import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -216,7 +215,7 @@ def train_reinforce(
 
     state = TrainerState(max_steps=g.max_steps, logging_steps=g.logging_steps)
     callback_kwargs = {"model": model, "processing_class": tokenizer}
-    with staged_dir(out_dir) as staging, tempfile.TemporaryDirectory(prefix="reinforce-"):
+    with staged_dir(out_dir) as staging:
         start = time.perf_counter()
         if heldout is not None:
             heldout.on_train_begin(None, state, None, **callback_kwargs)
@@ -263,6 +262,7 @@ def train_reinforce(
                 kls += kl
                 losses.append(float(loss))
             grad_norm = float(torch.nn.utils.clip_grad_norm_(params, CLIP_NORM))
+            rate = optimizer.param_groups[0]["lr"]  # the rate this step used
             optimizer.step()
             scheduler.step()
             state.global_step = step
@@ -271,7 +271,7 @@ def train_reinforce(
                 entry = {"step": step, "epoch": state.epoch, "loss": sum(losses) / len(losses),
                          "reward": sum(totals) / len(totals), "kl": sum(kls) / len(kls), "grad_norm": grad_norm,
                          "mean_advantage": sum(advantages) / len(advantages),
-                         "learning_rate": optimizer.param_groups[0]["lr"]}
+                         "learning_rate": rate}
                 entry |= {f"rewards/{n}/mean": m for n in names if (m := _mean(logged[n])) is not None}
                 state.log_history.append(entry)
             if heldout is not None:
