@@ -207,8 +207,22 @@ class TrainingParams(Section):
     grpo_prompts: int | None = Field(default=None, ge=1)
     """How many training prompts GRPO draws (deterministically) from data/sft/train.jsonl; None: the profile's
     ``grpo.prompts`` (cpu 16, cpu-long and gpu all)."""
+    grpo_update: Literal["trl_grpo", "reference_reinforce"] | None = None
+    """GRPO's update: ``trl_grpo`` (TRL's GRPOTrainer) or ``reference_reinforce`` (CLARITI's public update,
+    tasks/training/reinforce.py); None: the profile's (``gpu``: reference_reinforce, the others trl_grpo)."""
+    lora: bool | None = None
+    """False: full fine-tuning in both stages (the reference trains every weight); None: the profile's (LoRA)."""
     heldout: HeldoutParams = HeldoutParams()
     """The held-out reward curve GRPO logs (data/models/grpo/heldout_curve.json)."""
+
+    def profile_overrides(self) -> dict[str, Any]:
+        """``overrides`` with ``grpo_update`` and ``lora`` merged in where set (they win)."""
+        merged: dict[str, Any] = {k: dict(v) if isinstance(v, dict) else v for k, v in self.overrides.items()}
+        if self.grpo_update is not None:
+            merged["grpo"] = {**merged.get("grpo", {}), "update": self.grpo_update}
+        if self.lora is not None:
+            merged["lora"] = {**merged.get("lora", {}), "enabled": self.lora}
+        return merged
 
 
 class QuestionAnalysisParams(Section):
