@@ -3,8 +3,8 @@
 Export (:func:`export_clarified`): per method, one row per evaluated case::
 
     {"instance_id": <SWE-bench instance id>, "problem_statement": <clarified issue>, "repo": ..., "version": ...,
-     "base_commit": ..., "environment_setup_commit": ... (each when known), "hints_text": <the issue's hints>, "clarifyflow_case_id": ...,
-     "clarifyflow_method": ...}
+     "base_commit": ..., "environment_setup_commit": ... (each when known), "hints_text": <the issue's hints>,
+     "clarifyflow_case_id": ..., "clarifyflow_method": ...}
 
 The clarified issue is the incomplete issue followed by a delimited section with every question and the simulated
 user's reply (unanswered ones included, as "I don't have that information."); :func:`split_clarified` reverses it.
