@@ -27,6 +27,7 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 
 from flows import cli
 from flows.cli import EXIT_INPUT, run_main
@@ -278,7 +279,8 @@ def evaluate_questions(domain: str, params: str, out: str | None, runner: str | 
         metrics = {"backend": backend_line(cfg.roles, SWE_ROLES), "cases": len(inputs.cases),
                    "role_failures": {c.role: c.failures for c in failures},
                    "split": questions.split_metrics(summary, inputs, settings),
-                   **metric_rows(summary["methods"], summary["reference_methods"], _swe_headline)}
+                   **metric_rows(summary["methods"], summary["reference_methods"],
+                                 partial(_swe_headline, trained_on=summary["surrogate"].get("trained_on")))}
         if "abstention" in summary:
             metrics["abstention"] = summary["abstention"]["methods"]
         if summary.get("paired"):
@@ -325,8 +327,13 @@ def _episode_headline(metrics: dict) -> dict:
     return {k: v for k, v in metrics.items() if k in HEADLINE}
 
 
-def _swe_headline(metrics: dict) -> dict:
-    return {k: v for k, v in metrics.items() if isinstance(v, int | float) and not isinstance(v, bool)}
+def _swe_headline(metrics: dict, trained_on: str | None = None) -> dict:
+    """A SWE method's numeric metrics; the surrogate's predicted resolution under a key naming its source
+    (``tasks.evaluation.questions.surrogate.metric_key``: planted by default), never bare."""
+    from tasks.evaluation.questions.surrogate import METRIC, metric_key
+
+    return {metric_key(trained_on) if k == METRIC else k: v for k, v in metrics.items()
+            if isinstance(v, int | float) and not isinstance(v, bool)}
 
 
 def _progress_bar(domain: str, unit: str):

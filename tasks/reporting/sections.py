@@ -433,8 +433,8 @@ def abstention_table(block: dict[str, Any], backend: str) -> Table:
 
 
 REFERENCE_TITLE = "Reference rows (not ranked)"
-REFERENCE_NOTE = ("Reference rows read what a method may not (privileged: the hidden slots or categories) or "
-                  "nothing at all (a bound): they bracket the methods and are never ranked with them.")
+REFERENCE_NOTE = ("Reference rows read what a method may not (privileged: the hidden slots or categories, or the "
+                  "full issue) or nothing at all (a bound): they bracket the methods and are never ranked with them.")
 LAYOUTS = (("rows", "reference_rows"), ("methods", "reference_methods"))
 """Where an evaluation keeps its ranked and its reference rows (stage metrics and episode summaries; SWE summary)."""
 
@@ -487,6 +487,8 @@ def _run_settings(config: dict[str, Any]) -> Table:
 
 def _metric_cells(rows: dict[str, dict[str, Any]], summary: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
     """Metric columns and one line of cells per row (``[low, high]`` from the summary's CI95)."""
+    from tasks.evaluation.questions.surrogate import base_metric
+
     flat = {name: _flat_cells(values) for name, values in rows.items()}
     columns = list(dict.fromkeys(c for cells in flat.values() for c in cells))
     lines = []
@@ -495,7 +497,7 @@ def _metric_cells(rows: dict[str, dict[str, Any]], summary: dict[str, Any]) -> t
         line = []
         for column in columns:
             cell = cells.get(column, "–")
-            bounds = intervals.get(column)
+            bounds = intervals.get(column, intervals.get(base_metric(column)))
             if isinstance(bounds, list) and len(bounds) == 2 and cell != "–":
                 cell = f"{cell} [{fmt(bounds[0])}, {fmt(bounds[1])}]"
             line.append(cell)

@@ -23,8 +23,9 @@ def _fmt(value: Any, ci: Any = None, pct: bool = False) -> str:
 SWE_HEADER = ("| method | kind | cases | questions / issue | redundancy | answerability | distinct intents "
               "| hidden recall | full coverage | weighted recovery | staged reward | resolution |")
 REFERENCE_TITLE = "Reference rows (not ranked)"
-REFERENCE_NOTE = ("Reference rows read what a method may not (privileged: the hidden categories) or nothing at all "
-                  "(a bound): they bracket the methods above and are never ranked with them.")
+REFERENCE_NOTE = ("Reference rows read what a method may not (privileged: the hidden categories, or the full issue "
+                  "as a +abstain variant's abstention does) or nothing at all (a bound): they bracket the methods "
+                  "above and are never ranked with them.")
 
 
 def _method_cells(name: str, m: dict[str, Any]) -> list[str]:

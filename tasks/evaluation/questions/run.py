@@ -168,7 +168,8 @@ def summarise(cases: Sequence[Case], units_by_method: dict[str, list], settings:
               inputs: SweInputs, reward: RewardConfig) -> tuple[dict[str, Any], list[dict]]:
     """The summary (deterministic) and the per-case rows. The ranked methods are ``methods`` (in ``method_order``);
     the reference methods (their ``questions.methods.method(reference=...)``: the oracle template, the no-questions
-    floor) are ``reference_methods`` (in ``reference_order``), each with its ``reference`` (kind, what it reads)."""
+    floor; and every ``+abstain`` variant, whose abstention reads the full issue) are ``reference_methods`` (in
+    ``reference_order``), each with its ``reference`` (kind, what it reads)."""
     from tasks.evaluation.metrics import tidy
     from tasks.evaluation.questions.methods import reference_of
     from tasks.evaluation.questions.metrics import (
@@ -241,9 +242,10 @@ def summarise(cases: Sequence[Case], units_by_method: dict[str, list], settings:
         full = _predictions(inputs.surrogate, [{c.key for c in case.present_categories} for case in cases], fixed)
         reference = {"incomplete_issue": sum(visible) / len(visible), "full_issue": sum(full) / len(full)}
     described = describe_roles(roles)
+    from tasks.evaluation.questions.abstain import reference as abstain_reference
     from tasks.splits import split_counts
 
-    references = {e.name: reference_of(e.kind) for e in settings.methods}
+    references = {e.name: reference_of(e.kind) or abstain_reference(e.name) for e in settings.methods}
     reference_methods = {name: {**methods.pop(name), "reference": ref.model_dump()}
                          for name, ref in references.items() if ref is not None}
     summary = {
