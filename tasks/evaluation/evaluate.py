@@ -153,6 +153,11 @@ def write_outputs(out: Path, results: Sequence[UnitResult], cases: Sequence[Case
     plots.recovery_plot(curves, out / "recovery.png")
     markdown = report.report_markdown(summary, run_config, describe_roles(roles))
     markdown += robustness_outputs.write(out, results, persona_results, cases, settings, roles, domain=domain)
+    from tasks.evaluation import frontier
+
+    markdown += frontier.write(out, episodes, judgements, budget=settings.max_turns,
+                               references={m.name for m in settings.methods if reference_of(m.kind)},
+                               n_resamples=settings.bootstrap, seed=settings.seed)
     atomic_write_text(out / "report.md", markdown)
     inspect_log.write_episode_log(out / inspect_log.EPISODES_LOG, records, summary, run_config,
                                task=f"evaluate@{domain.name}")
