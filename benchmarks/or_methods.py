@@ -38,6 +38,8 @@ def main() -> int:
     parser.add_argument("--policies", action="store_true", help="include the trained-policy rows")
     parser.add_argument("--methods", default=None, help="name:protocol,... (default: params.yaml's list)")
     parser.add_argument("--concurrency", type=int, default=2)
+    parser.add_argument("--personas", default="cooperative",
+                        help="simulated-user personas: name[:probability],... (first: cooperative; docs/personas.md)")
     args = parser.parse_args()
 
     from tasks.domains import domain_context
@@ -48,26 +50,34 @@ def main() -> int:
     params = load_params(ROOT / "params.yaml")
     base = dict(params.evaluate["optimization"])
     if args.methods:
-        methods = [{"name": m.split(":")[0], "protocols": [m.split(":")[1]]} for m in args.methods.split(",")]
+        merged: dict[str, list[str]] = {}  # one row per name, its protocols in the order given
+        for m in args.methods.split(","):
+            merged.setdefault(m.split(":")[0], []).append(m.split(":")[1])
+        methods = [{"name": n, "protocols": p} for n, p in merged.items()]
     else:
         methods = [m for m in base["methods"] if args.policies or (m.get("method") or m["name"]) != "policy"]
     settings = EvalSettings(**{**base, "cases": args.cases, "methods": methods, "repeats": args.repeats,
                                "limit": args.limit, "case_ids": None, "concurrency": args.concurrency,
-                               "task_runner": "serial"})
+                               "task_runner": "serial", "persona_methods": None, "persona_repeats": None,
+                               "personas": [{"name": p.split(":")[0], **({"probability": float(p.split(":")[1])}
+                                                                         if ":" in p else {})}
+                                            for p in args.personas.split(",")]})
     cases = load_cases(Path(args.cases), limit=args.limit)
     store = episode_store(ROOT / ".cache" / "eval" / "bench-or-methods")
     started = time.perf_counter()
     domain = domain_context("optimization")  # the published OR-Clarify cases
     results, stats = play(cases, settings, params.roles, store, domain=domain, runner="serial",
-                          progress=lambda i, n: i % 100 == 0 and print(f"{i}/{n} episodes", file=sys.stderr))
+                          progress=lambda i, n, *_: i % 100 == 0 and print(f"{i}/{n} episodes", file=sys.stderr))
     print(file=sys.stderr)
     elapsed = time.perf_counter() - started
     with tempfile.TemporaryDirectory() as tmp:
         summary = write_outputs(Path(tmp), results, cases, settings, params.roles, domain=domain,
                                 source="published OR-Clarify cases")
         OUT.mkdir(parents=True, exist_ok=True)
-        for name in ("summary.json", "report.md", "recovery.json", "recovery.png", "run_config.json"):
-            shutil.copy(Path(tmp) / name, OUT / name)
+        for name in ("summary.json", "report.md", "recovery.json", "recovery.png", "run_config.json",
+                     "frontier.json", "frontier.png", "episodes.jsonl", "robustness.json", "robustness.png"):
+            if (Path(tmp) / name).exists():  # robustness: only with more than one persona
+                shutil.copy(Path(tmp) / name, OUT / name)
     print(f"{len(results)} episodes ({stats.computed} played, {stats.reused} from the store) in {elapsed:.0f} s")
     print("row".ljust(28) + "".join(c[:14].rjust(16) for c in COLUMNS))
     for row, metrics in [*summary["rows"].items(), *summary["reference_rows"].items()]:  # ranked, then references

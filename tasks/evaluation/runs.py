@@ -81,6 +81,8 @@ class EvalSettings(BaseModel):
     tables; every persona played adds a row per method to the robustness table (tasks/evaluation/robustness.py)."""
     persona_methods: list[str] | None = None
     """Method rows (``name``) the non-first personas play; None: every row."""
+    persona_repeats: int | None = Field(default=None, ge=1)
+    """Repeats the non-first personas play (the first N); None: all ``repeats``."""
     sanity: SanitySettings = SanitySettings()
     """The sanity ladder (``tasks/evaluation/sanity.py``), checked when ``oracle`` and ``ready_now`` both run."""
 
@@ -183,10 +185,12 @@ def plan_units(cases: Sequence[Case], settings: EvalSettings) -> list[Unit]:
 
 
 def persona_units(units: Sequence[Unit], settings: EvalSettings) -> list[Unit]:
-    """The cooperative units replayed under every further persona (``persona_methods`` rows only)."""
+    """The cooperative units replayed under every further persona (``persona_methods`` rows, the first
+    ``persona_repeats`` repeats)."""
     rows = set(settings.persona_methods) if settings.persona_methods is not None else None
+    repeats = settings.persona_repeats or settings.repeats
     return [u.model_copy(update={"persona": p.name}) for p in settings.personas[1:] for u in units
-            if rows is None or u.method in rows]
+            if (rows is None or u.method in rows) and u.repeat <= repeats]
 
 
 def persona_of(settings: EvalSettings, name: str) -> Persona:
