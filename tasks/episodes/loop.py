@@ -202,7 +202,8 @@ def run_episode(case: Case, method: Method, protocol: Protocol, *, repeat: int, 
                 reply = render_persona_choice(choice, comment, corrected)
             record = QuestionTurn(turn=turn, question=action.question, options=dict(action.options),
                                   atomic_count=count, atomic_questions=atomic, reply=reply, choice=choice,
-                                  comment=comment, match_status=out.match_status, user_rationale=out.rationale)
+                                  comment=comment, match_status=out.match_status if choice else None,
+                                  user_rationale=out.rationale)
             structured = {"choice": choice, **({"comment": comment} if comment else {})} if choice else {}
         transcript += [agent_row, TranscriptRow(turn=turn, speaker="user", content=reply, structured=structured)]
         turns.append(record)
