@@ -47,6 +47,8 @@ def main() -> int:
     parser.add_argument("--split", choices=sorted(SPLITS), default="untuned",
                         help="untuned: cases 51-100 (default); tuned: 1-50 (the slot-hit thresholds were set on "
                              "them); all")
+    parser.add_argument("--personas", default="cooperative",
+                        help="simulated-user personas: name[:probability],... (first: cooperative; docs/personas.md)")
     args = parser.parse_args()
 
     from tasks.domains import domain_context
@@ -57,12 +59,18 @@ def main() -> int:
     params = load_params(ROOT / "params.yaml")
     base = dict(params.evaluate["optimization"])
     if args.methods:
-        methods = [{"name": m.split(":")[0], "protocols": [m.split(":")[1]]} for m in args.methods.split(",")]
+        merged: dict[str, list[str]] = {}  # one row per name, its protocols in the order given
+        for m in args.methods.split(","):
+            merged.setdefault(m.split(":")[0], []).append(m.split(":")[1])
+        methods = [{"name": n, "protocols": p} for n, p in merged.items()]
     else:
         methods = [m for m in base["methods"] if args.policies or (m.get("method") or m["name"]) != "policy"]
     settings = EvalSettings(**{**base, "cases": args.cases, "methods": methods, "repeats": args.repeats,
                                "limit": args.limit, "case_ids": None, "concurrency": args.concurrency,
-                               "task_runner": "serial"})
+                               "task_runner": "serial", "persona_methods": None, "persona_repeats": None,
+                               "personas": [{"name": p.split(":")[0], **({"probability": float(p.split(":")[1])}
+                                                                         if ":" in p else {})}
+                                            for p in args.personas.split(",")]})
     cases = load_cases(Path(args.cases), case_ids=[f"orclarify_{n:03d}" for n in SPLITS[args.split]],
                        limit=args.limit)
     store = episode_store(ROOT / ".cache" / "eval" / "bench-or-methods")
@@ -78,8 +86,10 @@ def main() -> int:
                                        f"({SPLITS[args.split].start}-{SPLITS[args.split].stop - 1}; "
                                        "slot-hit thresholds tuned on 1-50)")
         OUT.mkdir(parents=True, exist_ok=True)
-        for name in ("summary.json", "report.md", "recovery.json", "recovery.png", "run_config.json"):
-            shutil.copy(Path(tmp) / name, OUT / name)
+        for name in ("summary.json", "report.md", "recovery.json", "recovery.png", "run_config.json",
+                     "frontier.json", "frontier.png", "episodes.jsonl", "robustness.json", "robustness.png"):
+            if (Path(tmp) / name).exists():  # robustness: only with more than one persona
+                shutil.copy(Path(tmp) / name, OUT / name)
     print(f"{len(results)} episodes ({stats.computed} played, {stats.reused} from the store) in {elapsed:.0f} s")
     print("row".ljust(28) + "".join(c[:14].rjust(16) for c in COLUMNS))
     for row, metrics in [*summary["rows"].items(), *summary["reference_rows"].items()]:  # ranked, then references

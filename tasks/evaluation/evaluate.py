@@ -25,6 +25,7 @@ from tasks.evaluation.runs import (
     check_policies,
     episode_store,
     execute,
+    persona_of,
     plan_units,
     unit_key,
 )
@@ -71,7 +72,7 @@ def play_unit(unit: Unit, case: Case, entry: MethodEntry, settings: EvalSettings
         method.bind_cases({case.case_id: case})
     ctx = MethodContext(roles=roles, client=client, options=entry.options, domain=domain)
     episode = run_episode(case, method, unit.protocol, repeat=unit.repeat, seed=settings.seed,
-                          max_turns=settings.max_turns, ctx=ctx)
+                          max_turns=settings.max_turns, ctx=ctx, persona=persona_of(settings, unit.persona))
     [judge] = judge_episodes({case.case_id: case}, [episode], MethodContext(roles=roles, client=client, domain=domain),
                              over_questioning_after=settings.over_questioning_after)
     result = UnitResult(key=key, episode=episode, judge=judge)
@@ -124,6 +125,9 @@ def write_outputs(out: Path, results: Sequence[UnitResult], cases: Sequence[Case
     from tasks.store import atomic_write_json, atomic_write_text
 
     by_id = {c.case_id: c for c in cases}
+    from tasks.evaluation import robustness_outputs
+
+    results, persona_results = robustness_outputs.split(results)
     records = episode_records(results, cases, domain=domain)
     write_episodes(out / FILE, records)
     if settings.run_folders:
@@ -151,6 +155,12 @@ def write_outputs(out: Path, results: Sequence[UnitResult], cases: Sequence[Case
     atomic_write_json(out / "recovery.json", curves)
     plots.recovery_plot(curves, out / "recovery.png")
     markdown = report.report_markdown(summary, run_config, describe_roles(roles))
+    markdown += robustness_outputs.write(out, results, persona_results, cases, settings, roles, domain=domain)
+    from tasks.evaluation import frontier
+
+    markdown += frontier.write(out, episodes, judgements, budget=settings.max_turns,
+                               references={m.name for m in settings.methods if reference_of(m.kind)},
+                               n_resamples=settings.bootstrap, seed=settings.seed)
     atomic_write_text(out / "report.md", markdown)
     inspect_log.write_episode_log(out / inspect_log.EPISODES_LOG, records, summary, run_config,
                                task=f"evaluate@{domain.name}")
