@@ -352,7 +352,7 @@ def describe(summary: dict) -> str:
 def build_flow():
     from prefect import flow
 
-    return flow(name="evaluate", flow_run_name="evaluate-{domain}", log_prints=True)(evaluate)
+    return flow(name="evaluate", flow_run_name="evaluate@{domain}", log_prints=True)(evaluate)
 
 
 def main(argv: list[str] | None = None) -> int:

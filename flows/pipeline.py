@@ -72,7 +72,7 @@ def describe(results: dict) -> str:
 def build_flow():
     from prefect import flow
 
-    return flow(name="pipeline", log_prints=True)(pipeline)
+    return flow(name="pipeline", flow_run_name="pipeline", log_prints=True)(pipeline)
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:

@@ -141,6 +141,10 @@ def train(stage: str = "sft", params: str = "params.yaml") -> dict:
         metrics = _metrics(result, stage, profile, cfg.training.profile, extra)
         check_stage_metrics(stage, metrics)
         atomic_write_json(root / "data" / "metrics" / "stages" / f"{stage}.json", metrics)
+        from tasks.stage_metrics import headline_path, headline_text
+        from tasks.store import atomic_write_text
+
+        atomic_write_text(headline_path(root, stage), headline_text(stage, metrics))
         from tasks.stage_metrics import timings_path
 
         atomic_write_json(timings_path(root, stage), {"seconds": round(result.seconds, 3),

@@ -359,7 +359,7 @@ def test_the_swe_llm_questioner_counts_its_endpoint_as_part_of_the_method():
     assert fingerprint(api_base="http://127.0.0.1:1/v1") != fingerprint(api_base="http://127.0.0.1:2/v1") != plain
 
 
-def test_the_readme_worked_example_is_valid_params(tmp_path, monkeypatch):
+def test_the_documented_worked_example_is_valid_params(tmp_path, monkeypatch):
     import re
 
     import yaml
@@ -367,8 +367,8 @@ def test_the_readme_worked_example_is_valid_params(tmp_path, monkeypatch):
     from tasks.evaluation.runs import EvalSettings
     from tasks.params import load_params
 
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    example = readme.split("#### Worked example", 1)[1]
+    page = (ROOT / "docs" / "evaluation.md").read_text(encoding="utf-8")
+    example = page.split("### Worked example", 1)[1]
     block = yaml.safe_load(re.search(r"```yaml\n(.*?)```", example, re.S).group(1))
     params = yaml.safe_load((ROOT / "params.yaml").read_text(encoding="utf-8"))
     params["roles"]["preset"] = block["roles"]["preset"]
