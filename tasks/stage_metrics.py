@@ -128,6 +128,7 @@ def publish_with_metrics(staging: Path, final: Path, root: Path, stage: str, met
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(tmp)
 
+
 EPISODE_SCORE = "AllSlotExactRestoreRate"
 QUESTION_SCORE = "weighted_recovery"
 
