@@ -15,7 +15,7 @@ export LITELLM_OFFLINE_MODE ?= true
 export HF_HUB_OFFLINE ?= 1
 export HF_DATASETS_OFFLINE ?= 1
 
-.PHONY: setup gpu-setup run lint test test-slow ui serve stop docs bench clean help
+.PHONY: setup gpu-setup run lint test test-slow ui serve llm-server stop docs bench clean help
 
 help:
 	@echo "make run        set up, start the local Prefect server, run the pipeline (dvc repro)"
@@ -26,7 +26,8 @@ help:
 	@echo "make test-slow  also run the tests marked slow"
 	@echo "make ui         start (or show) the Prefect server and UI at http://127.0.0.1:4200"
 	@echo "make serve      serve the pipeline on its cron schedule (params.yaml: schedule)"
-	@echo "make stop       stop the Prefect server started by make run / make ui"
+	@echo "make llm-server start (or show) the local inference server for roles.preset=served (docs/served-models.md)"
+	@echo "make stop       stop the Prefect server started by make run / make ui, and the llm server"
 	@echo "make docs       render the latest validation results as GX Data Docs"
 	@echo "make bench      run the benchmark scripts"
 
@@ -73,7 +74,18 @@ TORCH_REPORT = $(PY) -c 'import sys, torch; b = "cuda" if torch.version.cuda els
 # keep their CDN links; the next `make setup` tries again.
 DOCS_STAMP := $(VENV)/.docs-assets
 
-setup: $(STAMP) $(DOCS_STAMP)
+# The `serve` extra (llama-cpp-python's OpenAI-compatible server, for `make llm-server` and roles.preset=served): only a
+# source distribution is published, so the first install builds llama.cpp with the system's cmake and compiler (about
+# 7-8 min on 2 cores); pip caches the built wheel, so later set-ups on the same machine take seconds. Without a
+# compiler the set-up goes on (the served-model test skips) and the next `make setup` tries again.
+SERVE_STAMP := $(VENV)/.serve-installed
+SERVE_INSTALL = $(PY) -m pip install -q -e '.[serve]'
+
+setup: $(STAMP) $(DOCS_STAMP) $(SERVE_STAMP)
+
+$(SERVE_STAMP): $(STAMP)
+	@echo "serve extra: installing llama-cpp-python (the first time on a machine it builds from source, ~8 min)"
+	@if $(SERVE_INSTALL); then touch $@; else echo "serve extra: not installed; make setup tries again"; fi
 
 $(DOCS_STAMP): $(STAMP) tasks/validation/docs_assets.py
 	@if $(PY) -m tasks.validation.docs_assets; then touch $@; else echo "docs assets: not vendored; make setup tries again"; fi
@@ -134,8 +146,13 @@ ui: server
 serve: server
 	@export PREFECT_API_URL=$${PREFECT_API_URL:-$$($(PY) -m tasks.prefect_server url)}; $(PY) -m flows.serve
 
+# Starts the local inference server (idempotent: prints the running one's URL); state in .cache/llm-server/.
+llm-server: setup
+	@test -f $(SERVE_STAMP) || { $(SERVE_INSTALL) && touch $(SERVE_STAMP); }
+	@$(PY) -m tasks.llm.server start
+
 stop:
-	@if [ -x $(PY) ]; then $(PY) -m tasks.prefect_server stop; fi
+	@if [ -x $(PY) ]; then $(PY) -m tasks.prefect_server stop; $(PY) -m tasks.llm.server stop; fi
 
 docs: setup
 	$(PY) -m tasks.validation.docs

@@ -27,6 +27,7 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 
 from flows import cli
 from flows.cli import EXIT_INPUT, run_main
@@ -59,6 +60,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--out", default=None, help="output folder (default: data/eval/<domain>)")
     parser.add_argument("--runner", choices=["threads", "dask", "serial"], default=None,
                         help="override evaluate.<domain>.task_runner")
+    parser.add_argument("--refresh-cache", action="store_true",
+                        help="recompute every unit instead of reusing the stored ones under .cache/eval/<domain>")
     return parser.parse_args(argv)
 
 
@@ -140,17 +143,18 @@ def prepare_episodes(root, params_path, cfg, domain: str):
 
 
 def evaluate(domain: str = "optimization", params: str = "params.yaml", out: str | None = None,
-             runner: str | None = None) -> dict:
-    """The flow body: dispatch on the domain's evaluation kind."""
+             runner: str | None = None, refresh_cache: bool = False) -> dict:
+    """The flow body: dispatch on the domain's evaluation kind (``refresh_cache``: no unit from the store)."""
     from tasks.store import repo_root
 
     started = time.monotonic()
     output_dir(repo_root(), domain, out)
     dom = domain_of(domain, repo_root() / params)
-    return EVALUATIONS[dom.evaluation].run(domain, params, out, runner, started)
+    return EVALUATIONS[dom.evaluation].run(domain, params, out, runner, started, refresh_cache)
 
 
-def evaluate_episodes(domain: str, params: str, out: str | None, runner: str | None, started: float) -> dict:
+def evaluate_episodes(domain: str, params: str, out: str | None, runner: str | None, started: float,
+                      refresh: bool = False) -> dict:
     """Episodes: every method x protocol x repeat x case played, judged, summarised and gated (or-clarify.md), all
     in the domain's context (:func:`tasks.domains.domain_context`, built here once and handed down)."""
     from tasks.domains import domain_context
@@ -169,7 +173,7 @@ def evaluate_episodes(domain: str, params: str, out: str | None, runner: str | N
 
     root, cfg, settings, cases = prepare(domain, params)
     context = domain_context(domain)
-    store = episode_store(root / ".cache" / "eval" / domain)
+    store = episode_store(root / ".cache" / "eval" / domain, refresh=refresh)
     client = default_client()
     bar = _progress_bar(domain, "episodes")
     results, stats = play(cases, settings, cfg.roles, store, domain=context, client=client, runner=runner,
@@ -186,7 +190,8 @@ def evaluate_episodes(domain: str, params: str, out: str | None, runner: str | N
              methods=[m.name for m in settings.methods])
         gate("or_summary", eval_metrics.summary_frame(summary), artifact=f"{out_dir.relative_to(root)}/summary.json",
              results_dir=results_dir)
-        check_ladder(summary, settings, artifact=f"{out_dir.relative_to(root)}/summary.json")
+        ladder = check_ladder(summary, settings, artifact=f"{out_dir.relative_to(root)}/summary.json",
+                              served=any(cfg.roles.get(name).backend == "llm" for name in EVAL_ROLES))
         gate_recovery(staging / "recovery.json", artifact=f"{out_dir.relative_to(root)}/recovery.json",
                       results_dir=results_dir)
         report = (staging / "report.md").read_text(encoding="utf-8")
@@ -194,6 +199,7 @@ def evaluate_episodes(domain: str, params: str, out: str | None, runner: str | N
         metrics = {"backend": backend_line(cfg.roles, fallbacks=fallbacks), "cases": len(cases),
                    "repeats": settings.repeats, "episodes": len(results),
                    "role_failures": {c.role: c.failures for c in failures}, "fallbacks": fallbacks,
+                   **({"sanity": ladder} if ladder else {}), **llm_calls_entry(client),
                    "split": {"evaluated": "all (policy rows: heldout)", "cases": split_counts(cases),
                              "policies": {name: row for name, row in check_policies(cases, settings).items()
                                           if row["split"] == "heldout"}},
@@ -211,9 +217,21 @@ def evaluate_episodes(domain: str, params: str, out: str | None, runner: str | N
             "out": str(out_dir.relative_to(root)) if out_dir.is_relative_to(root) else str(out_dir)}
 
 
-def check_ladder(summary: dict, settings, *, artifact: str) -> list[str]:
+def llm_calls_entry(client=None) -> dict:
+    """``llm_roles`` for the stage metrics: each LLM role's calls in this run, failures by kind, regenerations,
+    retries and tokens (its summed latency goes to the timings file); nothing when every role ran locally."""
+    from tasks.llm.client import default_client
+    from tasks.roles.failures import llm_role_calls
+
+    calls = llm_role_calls((client or default_client()).accounting.snapshot())
+    return {"llm_roles": calls} if calls else {}
+
+
+def check_ladder(summary: dict, settings, *, artifact: str, served: bool = False) -> list[str]:
     """The sanity ladder (``tasks/evaluation/sanity.py``) when both reference methods ran: a GateError under
-    ``sanity.check: error``, printed under ``warn``; returns the violations."""
+    ``sanity.check: error``, printed under ``warn``; returns the violations. ``served``: an evaluation role runs on a
+    model (not its local backend); the ladder's thresholds and tie list were set on the local roles, so its violations
+    are printed and published (``sanity`` in the stage metrics), never a gate (docs/served-models.md)."""
     from tasks.errors import GateError
     from tasks.evaluation.sanity import CEILING, FLOOR, violations
 
@@ -221,16 +239,18 @@ def check_ladder(summary: dict, settings, *, artifact: str) -> list[str]:
     if settings.sanity.check == "off" or not {CEILING, FLOOR} <= set(kinds.values()):
         return []
     found = violations(summary["rows"], summary["reference_rows"], kinds, settings.sanity)
-    if found and settings.sanity.check == "error":
+    if found and settings.sanity.check == "error" and not served:
         raise GateError(artifact, "sanity ladder failed: " + "; ".join(found))
     for line in found:
         print(f"sanity ladder: {line}")
     return found
 
 
-def evaluate_questions(domain: str, params: str, out: str | None, runner: str | None, started: float) -> dict:
+def evaluate_questions(domain: str, params: str, out: str | None, runner: str | None, started: float,
+                       refresh: bool = False) -> dict:
     """Question sets per method on the cases, answered by the simulated user, scored (CLARITI §7; evaluate@swe)."""
     from tasks.evaluation import questions
+    from tasks.roles.failures import check_failure_rates
     from tasks.stage_metrics import publish_with_metrics
     from tasks.store import staged_dir
     from tasks.validation import gate
@@ -245,8 +265,11 @@ def evaluate_questions(domain: str, params: str, out: str | None, runner: str | 
     with staged_dir(out_dir) as staging:
         summary = questions.evaluate_swe(inputs.cases, settings, cfg.roles, staging, root=root, inputs=inputs,
                                          reward=cfg.reward, progress=_progress_bar(domain, "question units"),
-                                         cluster=cfg.cluster)
+                                         cluster=cfg.cluster, refresh=refresh)
         run = summary.pop("run", {})
+        # the same gate as the episode evaluations: a role that failed too often stops the stage, nothing published
+        failures = run.get("failure_counts", [])
+        check_failure_rates(failures, cfg.roles.max_failure_rate, stage=f"evaluate@{domain}")
         gate("swe_eval_summary", questions.summary_frame(summary),
              artifact=f"{out_dir.relative_to(root)}/summary.json", results_dir=results_dir)
         gate("swe_eval_rows", questions.rows_frame(staging), artifact=f"{out_dir.relative_to(root)}/rows.jsonl",
@@ -254,10 +277,15 @@ def evaluate_questions(domain: str, params: str, out: str | None, runner: str | 
         gate_bridge(staging / "bridge", artifact=f"{out_dir.relative_to(root)}/bridge", results_dir=results_dir)
         report = (staging / "report.md").read_text(encoding="utf-8")
         metrics = {"backend": backend_line(cfg.roles, SWE_ROLES), "cases": len(inputs.cases),
+                   "role_failures": {c.role: c.failures for c in failures},
                    "split": questions.split_metrics(summary, inputs, settings),
-                   **metric_rows(summary["methods"], summary["reference_methods"], _swe_headline)}
+                   **metric_rows(summary["methods"], summary["reference_methods"],
+                                 partial(_swe_headline, trained_on=summary["surrogate"].get("trained_on")))}
         if "abstention" in summary:
             metrics["abstention"] = summary["abstention"]["methods"]
+        if summary.get("paired"):
+            metrics["paired"] = summary["paired"]
+        metrics.update(llm_calls_entry())
         check_stage_metrics(f"evaluate/{domain}", metrics, counts={"cases": len(inputs.cases)})
         publish_with_metrics(staging, out_dir, root, f"evaluate/{domain}", metrics)
     from tasks.evaluation.plots import plot_data_path
@@ -278,7 +306,7 @@ class EvaluationKind:
     prepare: Callable
     """``(root, params_path, params, domain) -> (root, params, settings, inputs)``; raises InputError."""
     run: Callable
-    """``(domain, params, out, runner, started) -> summary`` (the flow body for this kind)."""
+    """``(domain, params, out, runner, started, refresh) -> summary`` (the flow body for this kind)."""
 
 
 EVALUATIONS: dict[str, EvaluationKind] = {
@@ -299,8 +327,13 @@ def _episode_headline(metrics: dict) -> dict:
     return {k: v for k, v in metrics.items() if k in HEADLINE}
 
 
-def _swe_headline(metrics: dict) -> dict:
-    return {k: v for k, v in metrics.items() if isinstance(v, int | float) and not isinstance(v, bool)}
+def _swe_headline(metrics: dict, trained_on: str | None = None) -> dict:
+    """A SWE method's numeric metrics; the surrogate's predicted resolution under a key naming its source
+    (``tasks.evaluation.questions.surrogate.metric_key``: planted by default), never bare."""
+    from tasks.evaluation.questions.surrogate import METRIC, metric_key
+
+    return {metric_key(trained_on) if k == METRIC else k: v for k, v in metrics.items()
+            if isinstance(v, int | float) and not isinstance(v, bool)}
 
 
 def _progress_bar(domain: str, unit: str):
@@ -332,7 +365,7 @@ def main(argv: list[str] | None = None) -> int:
     if run_main(lambda: (output_dir(repo_root(), args.domain, args.out), prepare(args.domain, args.params))):
         return EXIT_INPUT
     return run_main(lambda: print(describe(build_flow()(domain=args.domain, params=args.params, out=args.out,
-                                                        runner=args.runner))))
+                                                        runner=args.runner, refresh_cache=args.refresh_cache))))
 
 
 if __name__ == "__main__":

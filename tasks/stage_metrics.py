@@ -17,20 +17,29 @@ files): ``cases`` (what the stage made or scored), ``heldout`` (held-out cases),
   rate; question lists: weighted information recovery); reference rows never count;
 - ``question_analysis``: ``cases`` (questions), ``score`` = the share judged answerable.
 
-``publish_with_metrics`` orders the two writes so that readers never see new outputs next to old metrics from a
-failure we can catch: the metrics are split and serialised first (an unserialisable value fails before anything
-moves), then the folder is swapped in and the metrics file is renamed into place right after it, in the same
-guarded block. Only a hard kill between those two renames can leave the old metrics; DVC then has no lock entry
-for the run and reruns the stage, which rewrites both.
+``publish_with_metrics`` stages the metrics with the outputs: the metrics (and timings) are split, serialised and
+written to temporary files beside their final paths first, so a metrics write that fails (an unserialisable value,
+a full or read-only disk, a folder in the way) fails before anything moves: the old outputs and the old metrics stay,
+and the error is one line (``MetricsWriteError``). Then the folder is swapped in and each staged file renamed into
+place (a rename in the same folder; nothing left to fail but a hard kill, after which DVC has no lock entry for the
+run and reruns the stage, which rewrites both).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import tempfile
 from pathlib import Path
 from typing import Any
 
 from tasks import store
+from tasks.errors import ClarifyflowError
+
+
+class MetricsWriteError(ClarifyflowError):
+    """A stage's metrics could not be staged; nothing was published."""
 
 WALL_CLOCK_KEYS = frozenset({"latency_s", "seconds", "seconds_per_step"})
 """Fields that measure elapsed time; never part of a stage's metrics."""
@@ -76,16 +85,48 @@ def write_stage_metrics(root: Path, stage: str, metrics: dict[str, Any]) -> None
         store.atomic_write_text(timings_path(root, stage), timing_text)
 
 
+def _stage_file(path: Path, text: str) -> Path:
+    """``text`` in a temporary file beside ``path`` (fsynced), to be renamed onto it; refuses a non-file in the way."""
+    if path.exists() and not path.is_file():
+        raise OSError(f"{path.name} exists and is not a file")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".staged", dir=path.parent)
+    try:
+        os.fchmod(fd, store._default_mode())
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(text.encode("utf-8"))
+            fh.flush()
+            os.fsync(fh.fileno())
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+    return Path(tmp)
+
+
 def publish_with_metrics(staging: Path, final: Path, root: Path, stage: str, metrics: dict[str, Any]) -> None:
-    """Swap ``staging`` in at ``final`` and write the stage's metrics right after, prepared before the swap."""
+    """Swap ``staging`` in at ``final`` together with the stage's metrics, staged before the swap (see above)."""
     kept, timings = split_timings(metrics)
-    metric_text, timing_text = _text(kept), _text(timings)  # raises before anything is published
-    headline = headline_text(stage, kept)
-    store.publish_dir(staging, final)
-    store.atomic_write_text(metrics_path(root, stage), metric_text)
-    store.atomic_write_text(headline_path(root, stage), headline)
+    targets = [(metrics_path(root, stage), _text(kept)),  # serialising raises before anything is published
+               (headline_path(root, stage), headline_text(stage, kept))]
     if timings:
-        store.atomic_write_text(timings_path(root, stage), timing_text)
+        targets.append((timings_path(root, stage), _text(timings)))
+    staged: list[tuple[Path, Path]] = []
+    try:
+        try:
+            for path, text in targets:
+                staged.append((_stage_file(path, text), path))
+        except OSError as err:
+            where = path.relative_to(root) if path.is_relative_to(root) else path
+            raise MetricsWriteError(f"{where}: could not write the stage's metrics ({err.strerror or err}); "
+                                    "nothing was published") from None
+        store.publish_dir(staging, final)
+        for tmp, path in staged:
+            os.replace(tmp, path)
+    finally:
+        for tmp, _ in staged:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
 
 
 EPISODE_SCORE = "AllSlotExactRestoreRate"

@@ -128,7 +128,8 @@ def test_profiles_validate_and_override():
     assert (cpu.sft.max_steps, cpu.sft.batch_size, cpu.sft.max_length, cpu.sft.learning_rate) == (12, 4, 384, 1e-3)
     assert (cpu.grpo.num_generations, cpu.grpo.max_completion_length, cpu.grpo.temperature) == (4, 64, 0.9)
     gpu = get_profile("gpu")
-    assert gpu.model == "Qwen/Qwen3-8B" and gpu.requires_gpu and gpu.bf16 and gpu.grpo.use_vllm
+    assert gpu.model == "Qwen/Qwen3-8B" and gpu.requires_gpu and gpu.bf16
+    assert gpu.grpo.update == "reference_reinforce" and cpu.grpo.update == "trl_grpo"  # CLARITI's update on gpu
     assert (gpu.grpo.num_generations, gpu.grpo.learning_rate, gpu.grpo.beta) == (8, 5e-6, 0.05)
     assert (gpu.grpo.temperature, gpu.grpo.max_completion_length) == (0.9, 256)
     long = get_profile("cpu-long")

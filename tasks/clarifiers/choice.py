@@ -1,9 +1,10 @@
 """MC and MC-D (Choice protocols): a generic agent that asks each question with exactly three options A/B/C.
 
 Under MC the simulated user must pick one of them; under MC-D the loop also offers the fixed option D for a
-free-text correction (or-clarify.md §2.2, §8). The one model call is the role ``or_choice_agent``. Its schema keeps
-``options`` open on purpose: an answer with other than three distinct options A/B/C, or with an "other" option of
-its own, is the agent's format error (``agent_format_invalid``), not a reason to regenerate.
+free-text correction (or-clarify.md §2.2, §8). The one model call is the role ``or_choice_agent``. Its record's
+validation keeps ``options`` open on purpose: an answer with other than three distinct options A/B/C, or with an
+"other" option of its own, is the agent's format error (``agent_format_invalid``), not a reason to regenerate. The
+schema a model is sent is the closed A/B/C object (strict structured output refuses open maps).
 
 Local backend: the brief's gap inventory in priority order, one gap per gap category, each gap's question with its
 three hypotheses; it stops when every category was asked, at the last turn, or after the user's last answers said
@@ -18,9 +19,9 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema, model_validator
 
 from tasks.clarifiers import alignment
 from tasks.clarifiers.base import BaseAgent, MethodContext, method
@@ -37,7 +38,7 @@ from tasks.clarifiers.freeqa import (
     view_fields,
 )
 from tasks.clarifiers.gaps import GapCandidate, GapInventory, all_gaps, open_gaps
-from tasks.clarifiers.interopt_roles import narrow_question, parse_agent_turn
+from tasks.clarifiers.interopt_roles import OPTION_SET_SCHEMA, narrow_question, parse_agent_turn
 from tasks.domains.api import DomainContext
 from tasks.episodes.records import AgentAction, AgentView, Protocol, TranscriptRow
 from tasks.roles.base import RoleSpec
@@ -57,8 +58,9 @@ class ChoiceAgentOutput(BaseModel):
 
     action: Literal["question", "ready_to_model"]
     question: str = Field(default="", description="With action 'question': one single question, without the options.")
-    options: dict[str, str] = Field(default={}, description="With action 'question': exactly three short, mutually "
-                                                            "exclusive business hypotheses keyed A, B, C.")
+    options: Annotated[dict[str, str], WithJsonSchema(OPTION_SET_SCHEMA)] = Field(
+        default={}, description="With action 'question': exactly three short, mutually exclusive business hypotheses "
+                                "keyed A, B, C.")
     allow_other: bool = Field(default=False, description="True under MC-D (the runner adds option D), else false.")
     summary: str = Field(default="", description="With action 'ready_to_model': what the model should contain.")
 

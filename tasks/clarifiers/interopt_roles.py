@@ -24,9 +24,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema, model_validator
 
 from tasks.clarifiers import alignment
 from tasks.clarifiers.alignment import CHOICE_PICK, D_REPLY, USER_PREFIX_RE, is_non_answer
@@ -37,6 +37,13 @@ from tasks.episodes.records import PublicTurn
 from tasks.roles.base import RoleSpec
 
 OptionId = Literal["A", "B", "C"]
+OPTION_SET_SCHEMA = {"type": "object", "properties": {k: {"type": "string"} for k in ("A", "B", "C")},
+                     "required": ["A", "B", "C"], "additionalProperties": False}
+"""The schema of three options as a model sees it: a closed object with the keys A, B and C, all required. An open
+map (``dict[str, str]``'s ``additionalProperties: {type: string}``) breaks strict structured output (OpenAI, Azure);
+this shape is accepted by every provider's schema mode (``tasks/llm/strict_schema.py``)."""
+OptionSet = Annotated[dict[OptionId, str], WithJsonSchema(OPTION_SET_SCHEMA)]
+"""Options keyed A, B, C; validated as the dict (the records' own validators require all three), sent closed."""
 OpenCategory = Literal["objective", "feasible_rule", "decision_scope", "entity_relation", "time_boundary",
                        "hard_soft_policy"]
 SourceStatus = Literal["not stated", "inferred but unconfirmed", "partially answered"]
@@ -378,8 +385,8 @@ class CandidateQuestion(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     question: str = Field(min_length=1, description="One semantic question.")
-    options: dict[OptionId, str] = Field(description="Exactly three short, mutually exclusive business hypotheses "
-                                                     "A, B, C; no 'other' option.")
+    options: OptionSet = Field(description="Exactly three short, mutually exclusive business hypotheses A, B, C; no "
+                                           "'other' option.")
     allow_other: Literal[True] = True
     frontier_gap_id: str = Field(description="The OPEN ledger gap this question targets, or NONE when no gap is open.")
 
@@ -568,7 +575,7 @@ class DirectOutput(BaseModel):
     selected_gap_ref: str = Field(default="", description="An existing OPEN gap id (G###) or N1-N3 for the n-th "
                                                           "new gap in updates.")
     question: str = ""
-    options: dict[OptionId, str] = {}
+    options: OptionSet = {}
     allow_other: Literal[True] = True
     summary: str = ""
 

@@ -45,7 +45,8 @@ class SlotAnnotateInput(BaseModel):
 class SlotAnnotation(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    name: str = Field(description="snake_case, at most 6 words, taken from the unit's content words.")
+    name: str = Field(description="snake_case, at most 6 words, taken from the unit's content words.",
+                      pattern=SNAKE.pattern)  # in the schema too: a grammar-constrained server then writes it so
     severity: Literal["P0", "P1", "P2"]
     severity_reason: str = Field(min_length=1)
     reference_questions: list[str] = Field(min_length=2, description="Questions that target the fact without "

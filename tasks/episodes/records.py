@@ -141,6 +141,12 @@ class RoleUsage(_Frozen):
     failures: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    reasoning_tokens: int = 0
+    """Of the completion tokens, those the provider reported as reasoning."""
+    truncated: int = 0
+    """Replies cut by the token limit (finish reason ``length``)."""
+    params_dropped: int = 0
+    """Provider calls sent without a configured parameter the model does not take (e.g. temperature on gpt-5)."""
     cost_usd: float = 0.0
     latency_s: float = 0.0
     """Summed wall time of this episode's calls of the role (provider calls, or the local backend's own work; cache
@@ -175,6 +181,8 @@ class Episode(_Frozen):
     detector_events: list[dict[str, Any]] = []
     usage: dict[str, RoleUsage] = {}
     """Per role: provider calls, cache hits, tokens and cost spent in this episode."""
+    persona: str = "cooperative"
+    """The simulated user's persona (tasks/roles/personas.py; ``evaluate.<domain>.personas``)."""
 
     @property
     def protocol_failed(self) -> bool:

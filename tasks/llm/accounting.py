@@ -22,9 +22,19 @@ class RoleUsage(BaseModel):
     failures: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    reasoning_tokens: int = 0
+    """Of the completion tokens, those the provider reports as reasoning."""
+    truncated: int = 0
+    """Provider replies cut by the token limit (finish reason ``length``); each is retried once with twice the
+    budget, then fails as ``truncated``."""
+    params_dropped: int = 0
+    """Provider calls sent without a configured parameter the model does not accept (``temperature`` on o-series /
+    gpt-5): the provider's default applied instead."""
     latency_s: float = 0.0
     """Summed wall time of provider calls (cache hits cost nothing here)."""
     cost_usd: float = 0.0
+    failure_kinds: dict[str, int] = {}
+    """``failures`` by ``RoleFailure.kind`` (``invalid_output``, ``transient``, ``provider``)."""
 
 
 class Accounting:
@@ -43,6 +53,13 @@ class Accounting:
             usage = self._role(role, backend, model)
             for name, value in counts.items():
                 setattr(usage, name, getattr(usage, name) + value)
+
+    def fail(self, role: str, *, model: str = "", kind: str) -> None:
+        """One request of ``role`` failed for good, of ``kind``."""
+        with self._lock:
+            usage = self._role(role, "llm", model)
+            usage.failures += 1
+            usage.failure_kinds = {**usage.failure_kinds, kind: usage.failure_kinds.get(kind, 0) + 1}
 
     def snapshot(self) -> dict[str, dict]:
         with self._lock:

@@ -29,8 +29,14 @@ SAMPLING_KEYS = ("temperature", "max_tokens", "top_p", "seed", "stop", "n", "sam
 
 class CachedCall(BaseModel):
     content: str
+    """The answer, without any reasoning."""
+    reasoning: str = ""
+    """The model's reasoning (a ``reasoning_content`` field, ``<think>`` blocks), kept apart from the answer."""
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    """All generated tokens as the provider reports them (reasoning included: providers bill it)."""
+    reasoning_tokens: int = 0
+    """The share of ``completion_tokens`` the provider reports as reasoning (0 where it reports none)."""
     cost_usd: float = 0.0
 
 

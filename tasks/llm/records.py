@@ -44,10 +44,15 @@ class RoleConfig(BaseModel):
     """Retries of one call on timeouts, rate limits, connection errors and 5xx (exponential backoff + jitter)."""
     max_regenerations: int = Field(default=3, ge=0)
     """Extra generations with a repair message when the output does not parse into the role's schema."""
-    structured_output: Literal["auto", "json_schema", "prompt"] = "auto"
-    """How the output schema reaches the model: ``json_schema`` always sends it as ``response_format`` (vLLM and
-    most OpenAI-compatible servers constrain decoding to it), ``prompt`` only in the prompt, ``auto`` as
-    ``response_format`` where litellm's model map says the model supports it. Replies are validated either way."""
+    structured_output: Literal["auto", "json_schema", "json_object", "json_object_schema", "prompt"] = "auto"
+    """How the output schema reaches the model: ``json_schema`` always sends it as a strict ``response_format``
+    (``tasks/llm/strict_schema.py``; vLLM and most OpenAI-compatible servers constrain decoding to it),
+    ``json_object`` asks for JSON mode and writes the schema into the prompt (DeepSeek's only structured mode),
+    ``json_object_schema`` sends ``{"type": "json_object", "schema": ...}`` (llama-cpp-python's server, which refuses
+    ``json_schema`` and constrains decoding to this schema by grammar; ``make llm-server``),
+    ``prompt`` only in the prompt, ``auto``: ``json_object`` for providers known to lack ``json_schema``
+    (``JSON_MODE_ONLY``), else ``json_schema`` where litellm's model map says the model supports it, else
+    ``prompt``. Replies are validated either way, with at least one repair retry under ``json_object``."""
     extra: dict[str, Any] = Field(default_factory=dict)
     """Further litellm keyword arguments (``top_p``, ``seed``, ``extra_body``, ``extra_headers``); part of the
     call-cache key. Never a key: the arguments the client sets itself and auth headers are refused."""
@@ -71,8 +76,12 @@ class RoleConfig(BaseModel):
         parts = urlsplit(value)
         if parts.scheme not in ("http", "https") or not parts.netloc:
             raise ValueError("api_base must be an http(s) URL such as http://127.0.0.1:8000/v1")
-        if parts.username or parts.password:
-            raise ValueError("api_base must not carry credentials; name the key's variable in api_key_env")
+        from tasks.llm.redact import url_credentials
+
+        found = url_credentials(value)
+        if found:
+            raise ValueError(f"api_base must not carry credentials ({found}); name the key's variable in "
+                             "api_key_env")
         return value.rstrip("/")
 
     @field_validator("api_key_env")
@@ -82,8 +91,9 @@ class RoleConfig(BaseModel):
             return None
         if not ENV_NAME.match(value):
             raise ValueError("api_key_env is the name of an environment variable (e.g. OPENAI_API_KEY), not a key")
-        if info.data.get("backend") == "llm" and not os.environ.get(value):
-            raise ValueError(f"api_key_env names {value}, which is not set in the environment")
+        if info.data.get("backend") == "llm" and not os.environ.get(value):  # the value is never echoed: a key
+            # pasted here that happens to look like a variable name would land in the error line
+            raise ValueError("the variable api_key_env names is not set in the environment")
         return value
 
     @field_validator("extra")
@@ -106,8 +116,9 @@ class RoleFailure(BaseModel):
 
     role: str
     kind: str
-    """``invalid_output`` (never matched the schema), ``transient`` (retries exhausted) or ``provider`` (any other
-    provider error, e.g. authentication)."""
+    """``invalid_output`` (never matched the schema), ``transient`` (retries exhausted), ``truncated`` (the reply was
+    cut by the token limit, also with twice the budget) or ``provider`` (any other provider error, e.g.
+    authentication)."""
     message: str
     attempts: int = 1
 

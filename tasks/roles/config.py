@@ -145,6 +145,55 @@ class PresetRole(RoleConfig):
         return {"backend": self.backend, **{k: getattr(self, k) for k in self.model_fields_set}}
 
 
+class GroupSampling(BaseModel):
+    """One group's sampling and retries in a reference's runs."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    temperature: float = Field(ge=0.0, le=2.0)
+    max_retries: int = Field(ge=0)
+    timeout_s: float = Field(gt=0)
+
+
+class ReferenceSampling(BaseModel):
+    """``roles.preset.references``: the sampling the references ran their served models with (params.yaml names the
+    source of each value). With ``use: true`` it applies to the roles of each group whose backend is ``llm`` (the
+    local roles never sample), below the fields a group preset writes itself."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    use: bool = False
+    agent: GroupSampling
+    user: GroupSampling
+    judge: GroupSampling
+    agent_at_zero: list[str] = []
+    """Roles of the agent group the reference runs at temperature 0 (its selector, gap search and readiness
+    reviewer are no tested agent)."""
+
+    @model_validator(mode="after")
+    def _agent_roles(self) -> ReferenceSampling:
+        unknown = sorted(set(self.agent_at_zero) - set(PRESET_GROUPS["agent"]))
+        if unknown:
+            raise ValueError(f"agent_at_zero names roles outside the agent group: {', '.join(unknown)}")
+        return self
+
+
+class ReasoningPreset(BaseModel):
+    """``roles.preset.reasoning``: settings that fit reasoning models (o-series, gpt-5, DeepSeek-R1, Qwen3 thinking),
+    whose reasoning tokens count against ``max_tokens``. With ``use: true`` it applies to every role whose backend is
+    ``llm``, after the group presets."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    use: bool = False
+    max_tokens: int = Field(default=8192, ge=1)
+    """The budget at least (a role's own larger budget stays)."""
+    temperature: float = Field(default=1.0, ge=0.0, le=2.0)
+    """o-series and gpt-5 accept only 1, their default (another value is dropped, warned about and counted)."""
+    timeout_s: float = Field(default=600.0, gt=0)
+    """The timeout at least: a few thousand reasoning tokens take minutes on a busy endpoint."""
+
+
 class RolePreset(BaseModel):
     """``roles.preset``: the agent, user and judge roles of an episode evaluation in one place."""
 
@@ -153,6 +202,8 @@ class RolePreset(BaseModel):
     agent: PresetRole | None = None
     user: PresetRole | None = None
     judge: PresetRole | None = None
+    references: ReferenceSampling | None = None
+    reasoning: ReasoningPreset = ReasoningPreset()
 
 
 class RolesParams(BaseModel):
@@ -187,11 +238,19 @@ class RolesParams(BaseModel):
     max_failure_rate: float = Field(default=0.2, ge=0.0, le=1.0)
     """A stage fails (nothing published) when any role's share of failed requests is above this
     (``tasks/roles/failures.py``); 1.0 never fails."""
-    preset: RolePreset = RolePreset()
-    """Applied over the roles of each group in :data:`PRESET_GROUPS` (its written fields win)."""
+    preset: RolePreset | Literal["served"] = RolePreset()
+    """Applied over the roles of each group in :data:`PRESET_GROUPS` (its written fields win). ``served``: every role
+    on the local inference server of ``make llm-server`` (``tasks/llm/server.py``: ``served_role_overrides``)."""
 
     @model_validator(mode="after")
     def _apply_preset(self) -> RolesParams:
+        if self.preset == "served":
+            from tasks.llm.server import served_role_overrides
+
+            for name in ROLE_NAMES:
+                cfg = getattr(self, name)
+                setattr(self, name, cfg.model_copy(update=served_role_overrides(cfg.max_tokens)))
+            return self
         for group, names in PRESET_GROUPS.items():
             entry: PresetRole | None = getattr(self.preset, group)
             if entry is None:
@@ -199,6 +258,25 @@ class RolesParams(BaseModel):
             overrides = entry.overrides()
             for name in names:
                 setattr(self, name, getattr(self, name).model_copy(update=overrides))
+        references = self.preset.references
+        if references is not None and references.use:
+            for group, names in PRESET_GROUPS.items():
+                entry = getattr(self.preset, group)
+                written = entry.model_fields_set if entry is not None else set()
+                sampling = {k: v for k, v in getattr(references, group).model_dump().items() if k not in written}
+                for name in names:
+                    if getattr(self, name).backend == "llm":
+                        zero = {"temperature": 0.0} if name in references.agent_at_zero and "temperature" in sampling \
+                            else {}
+                        setattr(self, name, getattr(self, name).model_copy(update={**sampling, **zero}))
+        reasoning = self.preset.reasoning
+        if reasoning.use:
+            for name in ROLE_NAMES:
+                cfg = getattr(self, name)
+                if cfg.backend == "llm":
+                    setattr(self, name, cfg.model_copy(update={
+                        "temperature": reasoning.temperature, "max_tokens": max(cfg.max_tokens, reasoning.max_tokens),
+                        "timeout_s": max(cfg.timeout_s, reasoning.timeout_s)}))
         return self
 
     def get(self, name: str) -> RoleConfig:
@@ -224,6 +302,7 @@ def describe_roles(roles: RolesParams) -> dict[str, dict]:
                 "max_regenerations": cfg.max_regenerations,
                 # the endpoint and the name of the key's variable, when set (never the key)
                 **{k: v for k, v in (("api_base", cfg.api_base), ("api_key_env", cfg.api_key_env)) if v},
+                **({"structured_output": cfg.structured_output} if cfg.structured_output != "auto" else {}),
             }
     return out
 

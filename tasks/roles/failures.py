@@ -49,6 +49,23 @@ def counts_from_usage(usage: Mapping[str, Mapping]) -> list[RoleFailureCount]:
             for role, row in sorted(usage.items()) if row.get("backend", "llm") == "llm" and row.get("requests")]
 
 
+def llm_role_calls(usage: Mapping[str, Mapping]) -> dict[str, dict]:
+    """Per LLM role of an accounting snapshot (this process's calls; units reused from a store made none): its
+    model, requests, provider calls, failures by kind, regenerations, retries, replies cut by the token limit and
+    tokens. Empty when every role ran its local backend."""
+    return {
+        role: {"model": row.get("model", ""), "requests": int(row.get("requests", 0)),
+               "provider_calls": int(row.get("provider_calls", 0)), "failures": int(row.get("failures", 0)),
+               "failures_by_kind": dict(sorted((row.get("failure_kinds") or {}).items())),
+               "regenerations": int(row.get("regenerations", 0)), "retries": int(row.get("retries", 0)),
+               "truncated_replies": int(row.get("truncated", 0)),
+               "prompt_tokens": int(row.get("prompt_tokens", 0)),
+               "completion_tokens": int(row.get("completion_tokens", 0)),
+               "latency_s": round(float(row.get("latency_s", 0.0)), 2)}
+        for role, row in sorted(usage.items()) if row.get("backend", "llm") == "llm" and row.get("requests")
+    }
+
+
 def check_failure_rates(counts: Iterable[RoleFailureCount], max_rate: float, *, stage: str) -> None:
     """Raise ``RoleFailureRateError`` for the first role (by name) whose failure rate is above ``max_rate``."""
     for count in sorted(counts, key=lambda c: c.role):
@@ -102,3 +119,38 @@ def episode_fallbacks(results: Iterable) -> dict[str, int]:
     """Fallbacks the methods counted in their episodes: the InterOPT selector's first-candidate fallback."""
     selector = sum(int(v) for r in results for k, v in r.episode.counters.items() if k.startswith("selector_fallback"))
     return {"or_question_selector": selector}
+
+
+def unit_failure_counts(units: Iterable, roles) -> list[RoleFailureCount]:
+    """Question-evaluation counts (evaluate@swe) from the computed or reused ``SweUnit`` records: per LLM role, its
+    failed requests over its requests in the units' usage; a role whose failures show only in the units (a failed
+    generation ``question_writer: provider: ...``, a unit role's ``role_failures``) counts failed units over units.
+    The same :func:`check_failure_rates` then gates it as it gates the episode evaluations."""
+    from tasks.roles.config import ROLE_NAMES
+
+    units = list(units)
+    requests: dict[str, int] = {}
+    failed: dict[str, int] = {}
+    in_units: dict[str, int] = {}
+    for unit in units:
+        for role, usage in unit.usage.items():
+            requests[role] = requests.get(role, 0) + int(getattr(usage, "requests", 0))
+            failed[role] = failed.get(role, 0) + int(getattr(usage, "failures", 0))
+        named = dict(unit.role_failures)
+        if unit.failure:
+            role = unit.failure.split(":", 1)[0].strip()
+            named[role] = named.get(role, 0) + 1
+        for role, n in named.items():
+            in_units[role] = in_units.get(role, 0) + (1 if n else 0)
+
+    def is_llm(role: str) -> bool:
+        return role not in ROLE_NAMES or roles.get(role).backend == "llm"
+
+    out = []
+    for role in sorted(set(requests) | set(in_units)):
+        if not is_llm(role):
+            continue
+        by_usage = RoleFailureCount(role=role, failures=failed.get(role, 0), total=requests.get(role, 0))
+        by_units = RoleFailureCount(role=role, failures=in_units.get(role, 0), total=len(units))
+        out.append(max(by_usage, by_units, key=lambda c: (c.rate, c.total)))
+    return out

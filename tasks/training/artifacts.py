@@ -169,24 +169,38 @@ def _fmt(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.4f}"
 
 
+def method_label(kind: str, profile: TrainProfile, *, short: bool = False) -> str:
+    """How a stage trains: ``TRL GRPO + LoRA`` (short) / ``TRL GRPOTrainer + PEFT LoRA``, or CLARITI's update
+    (``grpo.update: reference_reinforce``) and ``full fine-tuning`` (``lora.enabled`` false) where chosen."""
+    if kind == "grpo" and profile.grpo.update == "reference_reinforce":
+        trainer = "REINFORCE, group-mean baseline, KL in reward (CLARITI's update)"
+    elif short:
+        trainer = f"TRL {kind.upper()}"
+    else:
+        trainer = f"TRL {'SFTTrainer' if kind == 'sft' else 'GRPOTrainer'}"
+    tuning = ("LoRA" if short else "PEFT LoRA") if profile.lora.enabled else "full fine-tuning"
+    return f"{trainer} + {tuning}"
+
+
 def model_card(result: TrainResult, profile: TrainProfile, n_logged: int) -> str:
     """A README for the output folder; no dates or timings, so identical reruns give identical text."""
     settings = profile.sft if result.kind == "sft" else profile.grpo
+    what = "LoRA adapter" if profile.lora.enabled else "fully fine-tuned model"
     lines = [
-        f"# clarifyflow questioner: {result.kind.upper()} LoRA adapter",
+        f"# clarifyflow questioner: {result.kind.upper()} {what}",
         "",
-        "A LoRA adapter that turns an incomplete software issue into a numbered list of clarifying questions.",
+        f"A {what} that turns an incomplete software issue into a numbered list of clarifying questions.",
         "",
         "| | |",
         "|---|---|",
         f"| base model | `{result.base_model}` |",
-        f"| method | TRL {'SFTTrainer' if result.kind == 'sft' else 'GRPOTrainer'} + PEFT LoRA |",
+        f"| method | {method_label(result.kind, profile)} |",
         f"| profile | `{result.profile}` |",
         f"| training rows | {result.n_rows} |",
         f"| optimiser steps | {result.steps} |",
         f"| trainable parameters | {result.trainable_params:,} |",
         (f"| LoRA | r={profile.lora.r}, alpha={profile.lora.alpha}, dropout={profile.lora.dropout}, "
-         f"targets {', '.join(profile.lora.target_modules)} |"),
+         f"targets {', '.join(profile.lora.target_modules)} |") if profile.lora.enabled else "| LoRA | none |",
         f"| dtype | {profile.dtype}{' (bf16 mixed precision)' if profile.bf16 else ''} |",
         f"| seed | {profile.seed} |",
         f"| final loss | {_fmt(result.final_loss)} |",
