@@ -80,7 +80,7 @@ def bench_cache_hit(n: int = 500) -> dict:
 
 
 def bench_smollm2() -> dict:
-    from tasks.llm.providers.smollm2 import convert
+    from tasks.llm.smollm2_weights import convert
 
     started = time.perf_counter()
     folder = convert()

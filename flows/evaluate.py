@@ -27,6 +27,7 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 
 from flows import cli
 from flows.cli import EXIT_INPUT, run_main
@@ -59,6 +60,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--out", default=None, help="output folder (default: data/eval/<domain>)")
     parser.add_argument("--runner", choices=["threads", "dask", "serial"], default=None,
                         help="override evaluate.<domain>.task_runner")
+    parser.add_argument("--refresh-cache", action="store_true",
+                        help="recompute every unit instead of reusing the stored ones under .cache/eval/<domain>")
     return parser.parse_args(argv)
 
 
@@ -140,17 +143,18 @@ def prepare_episodes(root, params_path, cfg, domain: str):
 
 
 def evaluate(domain: str = "optimization", params: str = "params.yaml", out: str | None = None,
-             runner: str | None = None) -> dict:
-    """The flow body: dispatch on the domain's evaluation kind."""
+             runner: str | None = None, refresh_cache: bool = False) -> dict:
+    """The flow body: dispatch on the domain's evaluation kind (``refresh_cache``: no unit from the store)."""
     from tasks.store import repo_root
 
     started = time.monotonic()
     output_dir(repo_root(), domain, out)
     dom = domain_of(domain, repo_root() / params)
-    return EVALUATIONS[dom.evaluation].run(domain, params, out, runner, started)
+    return EVALUATIONS[dom.evaluation].run(domain, params, out, runner, started, refresh_cache)
 
 
-def evaluate_episodes(domain: str, params: str, out: str | None, runner: str | None, started: float) -> dict:
+def evaluate_episodes(domain: str, params: str, out: str | None, runner: str | None, started: float,
+                      refresh: bool = False) -> dict:
     """Episodes: every method x protocol x repeat x case played, judged, summarised and gated (or-clarify.md), all
     in the domain's context (:func:`tasks.domains.domain_context`, built here once and handed down)."""
     from tasks.domains import domain_context
@@ -169,7 +173,7 @@ def evaluate_episodes(domain: str, params: str, out: str | None, runner: str | N
 
     root, cfg, settings, cases = prepare(domain, params)
     context = domain_context(domain)
-    store = episode_store(root / ".cache" / "eval" / domain)
+    store = episode_store(root / ".cache" / "eval" / domain, refresh=refresh)
     client = default_client()
     bar = _progress_bar(domain, "episodes")
     results, stats = play(cases, settings, cfg.roles, store, domain=context, client=client, runner=runner,
@@ -242,9 +246,11 @@ def check_ladder(summary: dict, settings, *, artifact: str, served: bool = False
     return found
 
 
-def evaluate_questions(domain: str, params: str, out: str | None, runner: str | None, started: float) -> dict:
+def evaluate_questions(domain: str, params: str, out: str | None, runner: str | None, started: float,
+                       refresh: bool = False) -> dict:
     """Question sets per method on the cases, answered by the simulated user, scored (CLARITI §7; evaluate@swe)."""
     from tasks.evaluation import questions
+    from tasks.roles.failures import check_failure_rates
     from tasks.stage_metrics import publish_with_metrics
     from tasks.store import staged_dir
     from tasks.validation import gate
@@ -259,8 +265,11 @@ def evaluate_questions(domain: str, params: str, out: str | None, runner: str | 
     with staged_dir(out_dir) as staging:
         summary = questions.evaluate_swe(inputs.cases, settings, cfg.roles, staging, root=root, inputs=inputs,
                                          reward=cfg.reward, progress=_progress_bar(domain, "question units"),
-                                         cluster=cfg.cluster)
+                                         cluster=cfg.cluster, refresh=refresh)
         run = summary.pop("run", {})
+        # the same gate as the episode evaluations: a role that failed too often stops the stage, nothing published
+        failures = run.get("failure_counts", [])
+        check_failure_rates(failures, cfg.roles.max_failure_rate, stage=f"evaluate@{domain}")
         gate("swe_eval_summary", questions.summary_frame(summary),
              artifact=f"{out_dir.relative_to(root)}/summary.json", results_dir=results_dir)
         gate("swe_eval_rows", questions.rows_frame(staging), artifact=f"{out_dir.relative_to(root)}/rows.jsonl",
@@ -268,10 +277,14 @@ def evaluate_questions(domain: str, params: str, out: str | None, runner: str | 
         gate_bridge(staging / "bridge", artifact=f"{out_dir.relative_to(root)}/bridge", results_dir=results_dir)
         report = (staging / "report.md").read_text(encoding="utf-8")
         metrics = {"backend": backend_line(cfg.roles, SWE_ROLES), "cases": len(inputs.cases),
+                   "role_failures": {c.role: c.failures for c in failures},
                    "split": questions.split_metrics(summary, inputs, settings),
-                   **metric_rows(summary["methods"], summary["reference_methods"], _swe_headline)}
+                   **metric_rows(summary["methods"], summary["reference_methods"],
+                                 partial(_swe_headline, trained_on=summary["surrogate"].get("trained_on")))}
         if "abstention" in summary:
             metrics["abstention"] = summary["abstention"]["methods"]
+        if summary.get("paired"):
+            metrics["paired"] = summary["paired"]
         metrics.update(llm_calls_entry())
         check_stage_metrics(f"evaluate/{domain}", metrics, counts={"cases": len(inputs.cases)})
         publish_with_metrics(staging, out_dir, root, f"evaluate/{domain}", metrics)
@@ -293,7 +306,7 @@ class EvaluationKind:
     prepare: Callable
     """``(root, params_path, params, domain) -> (root, params, settings, inputs)``; raises InputError."""
     run: Callable
-    """``(domain, params, out, runner, started) -> summary`` (the flow body for this kind)."""
+    """``(domain, params, out, runner, started, refresh) -> summary`` (the flow body for this kind)."""
 
 
 EVALUATIONS: dict[str, EvaluationKind] = {
@@ -314,8 +327,13 @@ def _episode_headline(metrics: dict) -> dict:
     return {k: v for k, v in metrics.items() if k in HEADLINE}
 
 
-def _swe_headline(metrics: dict) -> dict:
-    return {k: v for k, v in metrics.items() if isinstance(v, int | float) and not isinstance(v, bool)}
+def _swe_headline(metrics: dict, trained_on: str | None = None) -> dict:
+    """A SWE method's numeric metrics; the surrogate's predicted resolution under a key naming its source
+    (``tasks.evaluation.questions.surrogate.metric_key``: planted by default), never bare."""
+    from tasks.evaluation.questions.surrogate import METRIC, metric_key
+
+    return {metric_key(trained_on) if k == METRIC else k: v for k, v in metrics.items()
+            if isinstance(v, int | float) and not isinstance(v, bool)}
 
 
 def _progress_bar(domain: str, unit: str):
@@ -334,7 +352,7 @@ def describe(summary: dict) -> str:
 def build_flow():
     from prefect import flow
 
-    return flow(name="evaluate", flow_run_name="evaluate-{domain}", log_prints=True)(evaluate)
+    return flow(name="evaluate", flow_run_name="evaluate@{domain}", log_prints=True)(evaluate)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -347,7 +365,7 @@ def main(argv: list[str] | None = None) -> int:
     if run_main(lambda: (output_dir(repo_root(), args.domain, args.out), prepare(args.domain, args.params))):
         return EXIT_INPUT
     return run_main(lambda: print(describe(build_flow()(domain=args.domain, params=args.params, out=args.out,
-                                                        runner=args.runner))))
+                                                        runner=args.runner, refresh_cache=args.refresh_cache))))
 
 
 if __name__ == "__main__":

@@ -49,7 +49,6 @@ def paths(root: Path, name: str) -> dict[str, Path]:
 
 def check_name(name: str, root: Path, params_path: Path) -> None:
     """Raise InputError (one line) unless ``name`` is a safe, unused domain name."""
-    import yaml
 
     from tasks.domains import NAME, module_name
     from tasks.errors import InputError
@@ -68,7 +67,9 @@ def check_name(name: str, root: Path, params_path: Path) -> None:
         taken.append(f"tasks/domains ({module_name(name)})")
     if not params_path.is_file():
         raise InputError(params_path, "file not found")
-    params = yaml.safe_load(params_path.read_text(encoding="utf-8")) or {}
+    from tasks.params_yaml import load_yaml_file
+
+    params = load_yaml_file(params_path) or {}
     if name in (params.get("domains") or []):
         taken.append(f"{params_path.name}: domains")
     for section in ("construct", "evaluate"):

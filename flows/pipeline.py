@@ -72,7 +72,7 @@ def describe(results: dict) -> str:
 def build_flow():
     from prefect import flow
 
-    return flow(name="pipeline", log_prints=True)(pipeline)
+    return flow(name="pipeline", flow_run_name="pipeline", log_prints=True)(pipeline)
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -88,6 +88,11 @@ def main(argv: list[str] | None = None) -> int:
     from flows import _env
 
     root = _env.configure()
+    from tasks.params import load_params
+
+    # params.yaml's domains feed dvc.yaml's matrices: a bad entry is one line here, not a crash inside DVC
+    if run_main(lambda: load_params(root / "params.yaml")):
+        return cli.EXIT_INPUT
     if args.list:
         print("\n".join(stage_order(root)))
         return 0

@@ -57,7 +57,7 @@ def describe(summary: dict) -> str:
 def build_flow():
     from prefect import flow
 
-    return flow(name="question_analysis", log_prints=True)(question_analysis)
+    return flow(name="question_analysis", flow_run_name="question_analysis", log_prints=True)(question_analysis)
 
 
 def main(argv: list[str] | None = None) -> int:

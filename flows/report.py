@@ -53,7 +53,7 @@ def describe(summary: dict) -> str:
 def build_flow():
     from prefect import flow
 
-    return flow(name="report", log_prints=True)(report)
+    return flow(name="report", flow_run_name="report", log_prints=True)(report)
 
 
 def main(argv: list[str] | None = None) -> int:

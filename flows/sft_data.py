@@ -124,7 +124,7 @@ def describe(summary: dict) -> str:
 def build_flow():
     from prefect import flow
 
-    return flow(name="sft_data", log_prints=True)(sft_data)
+    return flow(name="sft_data", flow_run_name="sft_data", log_prints=True)(sft_data)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -186,7 +186,7 @@ def describe(summary: dict) -> str:
 def build_flow():
     from prefect import flow
 
-    return flow(name="shap", log_prints=True)(shap_stage)
+    return flow(name="shap", flow_run_name="shap", log_prints=True)(shap_stage)
 
 
 def main(argv: list[str] | None = None) -> int:

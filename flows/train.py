@@ -46,7 +46,8 @@ def launch_plan(stage: str, params: str):
 
     root = repo_root()
     cfg = load_params(root / params)
-    profile = get_profile(cfg.training.profile, cfg.training.overrides, source=f"{params}: training.overrides")
+    profile = get_profile(cfg.training.profile, cfg.training.profile_overrides(),
+                          source=f"{params}: training.overrides")
     return plan(stage, params, profile, root)
 
 
@@ -82,7 +83,8 @@ def prepare(stage: str, params: str):
 
     root = repo_root()
     cfg = load_params(root / params)
-    profile = get_profile(cfg.training.profile, cfg.training.overrides, source=f"{params}: training.overrides")
+    profile = get_profile(cfg.training.profile, cfg.training.profile_overrides(),
+                          source=f"{params}: training.overrides")
     check_device(profile)
     rows_path = root / "data" / "sft" / "train.jsonl"
     if not rows_path.is_file():
@@ -98,13 +100,15 @@ def prepare(stage: str, params: str):
     return root, cfg, profile, rows
 
 
-def _metrics(result, stage: str, profile_name: str, extra: dict) -> dict:
+def _metrics(result, stage: str, profile, profile_name: str, extra: dict) -> dict:
     data = result.model_dump(mode="json")
     # paths are machine-specific and seconds change every run: neither belongs in committed metrics
     keep = {k: v for k, v in data.items()
             if isinstance(v, int | float | str) and k not in ("seconds", "seconds_per_step") and not k.endswith("_dir")}
     rewards = {name.replace("/", "_"): value for name, value in (result.final_rewards or {}).items()}
-    return {"backend": f"TRL {stage.upper()} + LoRA, profile {profile_name}", **keep, **extra,
+    from tasks.training.artifacts import method_label
+
+    return {"backend": f"{method_label(stage, profile, short=True)}, profile {profile_name}", **keep, **extra,
             **({"final_rewards": rewards} if rewards else {})}
 
 
@@ -134,9 +138,17 @@ def train(stage: str = "sft", params: str = "params.yaml") -> dict:
     from tasks.training.launch import is_main_process
 
     if is_main_process():
-        metrics = _metrics(result, stage, cfg.training.profile, extra)
+        metrics = _metrics(result, stage, profile, cfg.training.profile, extra)
         check_stage_metrics(stage, metrics)
         atomic_write_json(root / "data" / "metrics" / "stages" / f"{stage}.json", metrics)
+        from tasks.stage_metrics import headline_path, headline_text
+        from tasks.store import atomic_write_text
+
+        atomic_write_text(headline_path(root, stage), headline_text(stage, metrics))
+        from tasks.stage_metrics import timings_path
+
+        atomic_write_json(timings_path(root, stage), {"seconds": round(result.seconds, 3),
+                                                      "seconds_per_step": round(result.seconds_per_step, 3)})
         from tasks.training.artifacts import write_plot_data
 
         write_plot_data(root / "data" / "plots" / stage, out_dir, reward_names=list(result.reward_weights))
@@ -174,7 +186,9 @@ def _grpo(root, cfg, profile, rows, out_dir, check=None):
     # GRPO's policy has seen SFT's issues too: its record is SFT's source ids and its own prompts'
     record = training_record("grpo", chosen, inherited=read_training_sources(sft_adapter).source_ids)
     # the GRPO adapter sits on the merged SFT policy: LocalPolicy.from_adapter merges SFT first when it reads this
-    records = {STACK_FILE: {"adapters": ["../sft/adapter"]}, TRAINING_SOURCES: record}
+    records = {TRAINING_SOURCES: record}
+    if profile.lora.enabled:  # a fully fine-tuned GRPO model already holds the merged SFT weights
+        records[STACK_FILE] = {"adapters": ["../sft/adapter"]}
     heldout = _heldout_callback(root, cfg, staged_weights=weights)
     result = train_grpo(model, tokenizer, dataset, functions, profile, out_dir,
                         reward_weights=trl_glue.reward_weights(functions), records=records, check=check,
@@ -200,6 +214,11 @@ def _heldout_callback(root, cfg, staged_weights):
     from tasks.store import read_jsonl
     from tasks.training.heldout import evaluated_reward, heldout_callback, prompts_of
 
+    settings = cfg.training.heldout
+    if settings.every is None:
+        print("no held-out curve (training.heldout.every: null): evaluate@swe pairs the SFT and GRPO policies on the "
+              "held-out cases (evaluate.swe.compare)")
+        return None
     path = root / "data" / "sft" / "heldout.jsonl"
     rows = read_jsonl(path, SftRow) if path.is_file() else []
     if not rows:
@@ -207,7 +226,6 @@ def _heldout_callback(root, cfg, staged_weights):
         return None
     if any(r.split != "heldout" for r in rows):
         raise InputError(path, "holds rows outside the held-out split (rerun dvc repro sft_data)", field="split")
-    settings = cfg.training.heldout
     rows = rows[: settings.limit] if settings.limit else rows
     prompts = prompts_of(rows)
     reward = evaluated_reward(cfg, staged_weights)

@@ -106,6 +106,26 @@ def cached_task(name: str, modules: Iterable[ModuleType], **options: Any) -> Cal
     return task(name=name, **result_options(content_cache_policy(name, modules)), **options)
 
 
+def forget_result(state: Any) -> bool:
+    """Delete the persisted result of a finished task run, so its cache key misses next time: a chunk in which a role
+    call failed for good (a rewriter or annotator outage) is never served from the cache, its rerun retries the calls.
+    Whether a stored file was removed."""
+    import os
+
+    record = getattr(state, "data", None)
+    key = getattr(getattr(record, "metadata", None), "storage_key", None)
+    if not key:
+        return False
+    path = Path(key)
+    if not path.is_absolute():
+        path = Path(os.environ.get("PREFECT_LOCAL_STORAGE_PATH", ".")) / key
+    try:
+        path.unlink()
+    except FileNotFoundError:
+        return False
+    return True
+
+
 class RunStats(BaseModel):
     """How many task bodies ran and how many were served from the cache in one flow run."""
 

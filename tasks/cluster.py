@@ -19,7 +19,9 @@ import logging
 from collections.abc import Iterator, Sequence
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from tasks.errors import ClarifyflowError
 
 Runner = Literal["threads", "dask", "serial"]
 
@@ -37,6 +39,30 @@ class ClusterParams(BaseModel):
     """Threads in each worker process (the work is mostly waiting on LLM calls)."""
     processes: bool = True
     """False: one worker of threads inside the flow's process (debugging; nothing is pickled)."""
+
+    @field_validator("address")
+    @classmethod
+    def _address(cls, value: str | None) -> str | None:
+        """A Dask scheduler address (``tcp://``, ``tls://``, ``ucx://``, ``ws(s)://``), without credentials."""
+        if value is None:
+            return None
+        from tasks.llm.redact import url_credentials
+
+        scheme, sep, rest = value.partition("://")
+        if not sep or scheme not in SCHEDULER_SCHEMES or not rest.strip("/"):
+            raise ValueError(f"a Dask scheduler address such as tcp://host:8786 (scheme one of "
+                             f"{', '.join(SCHEDULER_SCHEMES)})")
+        found = url_credentials(value)
+        if found:
+            raise ValueError(f"the scheduler address must not carry credentials ({found})")
+        return value
+
+
+SCHEDULER_SCHEMES = ("tcp", "tls", "ucx", "ws", "wss")
+
+
+class ClusterUnreachable(ClarifyflowError):
+    """The scheduler at ``cluster.address`` did not answer (or the local cluster did not start)."""
 
 
 def cluster_kwargs(cluster: ClusterParams) -> dict[str, Any]:
@@ -79,8 +105,33 @@ def fan_out(task: Any, calls: Sequence[dict[str, Any]], *, runner: Runner, concu
             state = task(**parameters, return_state=True)
             yield state.result(), state
         return
-    with task_runner(runner, concurrency=concurrency, cluster=cluster) as pool:
+    with _entered(task_runner(runner, concurrency=concurrency, cluster=cluster), runner, cluster) as pool:
         futures = [pool.submit(task, parameters=parameters) for parameters in calls]
         for future in futures:
             result = future.result()  # the final state is set once the result is in
             yield result, future.state
+
+
+def _entered(pool: Any, runner: Runner, cluster: ClusterParams | None):
+    """``pool`` as a context manager whose start-up failure (a scheduler that does not answer) is one line."""
+    import contextlib
+
+    @contextlib.contextmanager
+    def entered():
+        try:
+            started = pool.__enter__()
+        except (OSError, TimeoutError) as err:
+            from tasks.llm.redact import redact
+
+            where = f"cluster.address {cluster.address}" if cluster and cluster.address else "the local Dask cluster"
+            reason = redact(str(err).splitlines()[0] if str(err) else type(err).__name__)
+            raise ClusterUnreachable(f"task_runner {runner}: could not reach {where}: {reason[:200]}") from None
+        try:
+            yield started
+        except BaseException as err:
+            if not pool.__exit__(type(err), err, err.__traceback__):
+                raise
+        else:
+            pool.__exit__(None, None, None)
+
+    return entered()

@@ -5,14 +5,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from tasks.cluster import ClusterParams, Runner
 from tasks.errors import InputError, validation_message
+from tasks.params_yaml import load_yaml_file
 from tasks.rewards.config import RewardConfig
 from tasks.roles.config import RolesParams
-from tasks.store import read_text_utf8
 
 
 class Section(BaseModel):
@@ -188,8 +187,10 @@ class SftDataParams(Section):
 
 
 class HeldoutParams(Section):
-    every: int = Field(default=3, ge=1)
-    """Score the policy on the held-out SFT rows every this many GRPO steps (and before the first, = SFT)."""
+    every: int | None = Field(default=None, ge=1)
+    """Score the policy on the held-out SFT rows every this many GRPO steps (and before the first, = SFT); None: no
+    curve (the default run: evaluate@swe scores the SFT and GRPO policies on the same held-out cases and pairs them,
+    ``evaluate.swe.compare``, so a curve of the 2-step default GRPO would generate the same answers twice)."""
     max_new_tokens: int = Field(default=128, ge=1)
     """Greedy answer length of those scorings (evaluate@swe's policies use 128)."""
     limit: int | None = Field(default=None, ge=1)
@@ -206,8 +207,22 @@ class TrainingParams(Section):
     grpo_prompts: int | None = Field(default=None, ge=1)
     """How many training prompts GRPO draws (deterministically) from data/sft/train.jsonl; None: the profile's
     ``grpo.prompts`` (cpu 16, cpu-long and gpu all)."""
+    grpo_update: Literal["trl_grpo", "reference_reinforce"] | None = None
+    """GRPO's update: ``trl_grpo`` (TRL's GRPOTrainer) or ``reference_reinforce`` (CLARITI's public update,
+    tasks/training/reinforce.py); None: the profile's (``gpu``: reference_reinforce, the others trl_grpo)."""
+    lora: bool | None = None
+    """False: full fine-tuning in both stages (the reference trains every weight); None: the profile's (LoRA)."""
     heldout: HeldoutParams = HeldoutParams()
     """The held-out reward curve GRPO logs (data/models/grpo/heldout_curve.json)."""
+
+    def profile_overrides(self) -> dict[str, Any]:
+        """``overrides`` with ``grpo_update`` and ``lora`` merged in where set (they win)."""
+        merged: dict[str, Any] = {k: dict(v) if isinstance(v, dict) else v for k, v in self.overrides.items()}
+        if self.grpo_update is not None:
+            merged["grpo"] = {**merged.get("grpo", {}), "update": self.grpo_update}
+        if self.lora is not None:
+            merged["lora"] = {**merged.get("lora", {}), "enabled": self.lora}
+        return merged
 
 
 class QuestionAnalysisParams(Section):
@@ -262,6 +277,19 @@ class Params(Section):
     cluster: ClusterParams = ClusterParams()
     """The Dask cluster of every fan-out whose ``task_runner`` is ``dask`` (``tasks.cluster``)."""
 
+    @field_validator("domains")
+    @classmethod
+    def _domain_names(cls, names: list[str]) -> list[str]:
+        """Every entry a safe domain name (it becomes a DVC stage, a folder and a module name)."""
+        from tasks.domains import NAME
+
+        for i, name in enumerate(names):
+            if not NAME.fullmatch(name):
+                shown = repr(name) if len(name) <= 60 else repr(name[:57]) + "..."
+                raise ValueError(f"domains.{i}: {shown} is not a domain name (2-40 lower-case letters, digits or "
+                                 "underscores, starting with a letter)")
+        return names
+
     def reward_config(self) -> RewardConfig:
         """``reward`` with the judge roles taken from ``roles`` (one place configures each role)."""
         return reward_with_roles(self.reward, self.roles)
@@ -275,10 +303,7 @@ def reward_with_roles(reward: RewardConfig, roles: RolesParams) -> RewardConfig:
 
 def load_params(path: Path | str = "params.yaml") -> Params:
     path = Path(path)
-    try:
-        data = yaml.safe_load(read_text_utf8(path))
-    except yaml.YAMLError as err:
-        raise InputError(path, f"malformed YAML: {err}".replace("\n", " ")) from None
+    data = load_yaml_file(path)  # duplicate keys, alias bombs and oversized files refused with one line
     if not isinstance(data, dict):
         raise InputError(path, "expected a mapping at the top level")
     try:

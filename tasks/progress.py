@@ -4,7 +4,7 @@
 group_total=...)`` by the loops that play units; it writes, at most every ``every_s`` seconds and always for the
 first and the last unit::
 
-    [12:01:02] evaluate@optimization: 357/1071 episodes (33%), 4.2/s, 2 min 50 s left | open::freeqa 102/102, mc::mc 51/102
+    [12:01:02] evaluate@optimization: 357/1071 episodes (33%), 4.2/s, 2 min 50 s left | 1 of 3 finished, mc::mc 51/102
 
 on stderr (past Prefect's ``log_prints``; see ``tasks.training.progress``). No carriage returns or bars, so a log file
 reads the same as the terminal. Groups (methods) that are finished are counted, the ones in progress are named.
@@ -20,7 +20,7 @@ from tasks.stage_times import stamp
 
 
 def duration(seconds: float) -> str:
-    seconds = max(0, int(round(seconds)))
+    seconds = max(0, round(seconds))
     if seconds < 60:
         return f"{seconds} s"
     minutes, seconds = divmod(seconds, 60)

@@ -50,6 +50,10 @@ class IssueRecord(Record):
     created_at: str = ""
     text: str = Field(max_length=MAX_TEXT_CHARS)
     hints_text: str = Field(default="", max_length=MAX_TEXT_CHARS)
+    base_commit: str = ""
+    """SWE-bench's commit to check the repository out at; empty where the source does not give it."""
+    environment_setup_commit: str = ""
+    """SWE-bench's commit for building the environment (where the dataset has the field)."""
     spans: list[SpanAnnotation] | None = None
     present: list[Category] | None = None
     """Categories the annotator marked present; defaults to the categories that have spans."""

@@ -1,9 +1,10 @@
 """Each stage's start and end, stamped in the log and recorded, and the table ``make run`` prints at its end.
 
-A flow's ``main`` calls :func:`begin` with its stage name (``evaluate@swe``): that prints ``[12:01:02] evaluate@swe:
-started`` on stdout and, when the process exits, ``[12:03:10] evaluate@swe: ended after 128.0 s`` and the record
-``data/metrics/timings/stages/<stage>.json`` (start, end and seconds from the process's own start, imports included). Stdout, not stderr: a refused input
-keeps its one ``error:`` line on stderr.
+Under ``dvc repro`` every flow's set-up (``flows._env.configure``) calls :func:`begin` with the stage DVC names in
+``$DVC_STAGE``: that prints ``[12:01:02] evaluate@swe: started`` on stdout and, when the process exits,
+``[12:03:10] evaluate@swe: ended after 128.0 s`` and the record ``data/metrics/timings/stages/<stage>.json`` (start,
+end and seconds from the process's own start, imports included). Stdout, not stderr: a refused input keeps its one
+``error:`` line on stderr.
 The folder is git-ignored and declared by no stage: wall-clock figures never reach tracked metrics.
 
 ``python -m tasks.stage_times [--since EPOCH] [--out FILE]`` prints the stages recorded since ``EPOCH`` (the start

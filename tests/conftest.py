@@ -98,6 +98,11 @@ def _wait_for_shared_server(folder: Path) -> str:
     raise RuntimeError(f"the run's Prefect server was not ready after {SERVER_TIMEOUT_S + 30} s ({folder})")
 
 
+def server_folder() -> Path:
+    """Where the run's Prefect server keeps its state (its database under ``home``)."""
+    return Path(os.environ.get(SERVER_DIR_ENV) or _TMP / "server")
+
+
 @pytest.fixture(scope="session")
 def prefect_api() -> str:
     """A real Prefect server on a free loopback port, shared by the whole test run (every xdist worker too)."""

@@ -64,7 +64,7 @@ def test_params_yaml_runs_every_fan_out_where_it_ran_before_it_had_a_key():
 
 
 def test_the_readme_dask_address_example_gives_the_serial_metrics(tmp_path, prefect_api):
-    """README *Running on a cluster*, as written: ``dask scheduler`` and ``dask worker --nworkers 2 --nthreads 1``
+    """docs/cluster.md, as written: ``dask scheduler`` and ``dask worker --nworkers 2 --nthreads 1``
     as separate processes on a free loopback port, then an evaluation with ``cluster.address`` set; the metrics
     equal the serial run's, and both worker processes played units."""
     import os

@@ -215,6 +215,7 @@ def _published(method: str, protocol: str, *, repeats: int = 1, store: Path):
 
 
 @pytest.mark.realdata
+@pytest.mark.slow  # 100 cases twice, about 28 s; the ladder's floor on the same cases stays in the default suite
 def test_oracle_recovers_the_published_slots(tmp_path):
     row = _published("oracle", "open", store=tmp_path / "s")
     assert row["RunCount"] == 100 and row["CoreEligibleRunCount"] == 94

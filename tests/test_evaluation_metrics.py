@@ -221,7 +221,9 @@ def test_counters_usage_and_judge_failures_are_summarised():
     s = M.summarise(eps, judged, {"case_a": case}, n_resamples=200)["open::m"]
     assert s["SelectorFallbacksPerRun"] == 1.5 and s["Counters"] == {"selector_fallback_count": 1.5}
     assert s["TokensPerRun"] == 120 and s["EstimatedCostUSD"] == 1.0 and s["ProviderCallsPerRun"] == 2
-    assert s["JudgeFailures"] == 1 and s["AllSlotExactRestoreRate"] == 0.5
+    # the failed judge is unscored: counted, left out of the means (the scored run's values unchanged)
+    assert s["JudgeFailures"] == 1 and s["Unscored"] == 1 and s["ScoredRunCount"] == 1
+    assert s["AllSlotExactRestoreRate"] == 1.0 and s["WeightedSlotScore_macro"] == 1.0
 
 
 def _many(n_cases: int, k: int):

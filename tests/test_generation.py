@@ -149,14 +149,18 @@ def test_configure_torch_threads_once_from_auto_or_the_environment(monkeypatch, 
     monkeypatch.setattr(threads, "_chosen", None)
     monkeypatch.delenv(threads.ENV, raising=False)
     _machine(monkeypatch, cores=4, load=1.0, running=1.0)
-    assert threads.configure_torch_threads() == 3 and chosen == [3]
-    assert threads.configure_torch_threads(1) == 3 and chosen == [3]  # once per process
+    assert threads.configure_torch_threads() == 4 and chosen == [4]  # every core, whatever else runs
+    assert threads.configure_torch_threads(1) == 4 and chosen == [4]  # once per process
+    assert "torch threads: 4 (every usable core)" in capsys.readouterr().err
+    assert threads.configure_torch_threads("auto", force=True) == 3
     assert "torch threads: 3 (auto: 4 usable cores" in capsys.readouterr().err
     assert threads.configure_torch_threads(2, force=True) == 2
     monkeypatch.setenv(threads.ENV, "5")
     assert threads.configure_torch_threads("auto", force=True) == 5 and chosen[-1] == 5
     monkeypatch.setenv(threads.ENV, "auto")
     assert threads.configure_torch_threads(force=True) == 3
+    monkeypatch.setenv(threads.ENV, "cores")
+    assert threads.configure_torch_threads("auto", force=True) == 4
     monkeypatch.setenv(threads.ENV, "none")
     with pytest.raises(ValueError, match="positive integer"):
         threads.configure_torch_threads(force=True)

@@ -56,7 +56,7 @@ def smoke_profile() -> TrainProfile:
                 "warmup_steps": 0, "logging_steps": 1},
         "grpo": {"max_steps": 1, "batch_size": 4, "gradient_accumulation_steps": 1, "num_generations": 2,
                  "max_completion_length": 16, "warmup_steps": 0, "logging_steps": 1,
-                 "vllm_gpu_memory_utilization": 0.25},
+                 "update": "trl_grpo", "use_vllm": True, "vllm_gpu_memory_utilization": 0.25},
     })
 
 
@@ -75,3 +75,15 @@ def test_one_sft_and_one_grpo_step_with_vllm_colocate(tmp_path):
     assert grpo.steps == 1 and (grpo.adapter_dir / "adapter_model.safetensors").is_file()
     history = json.loads((tmp_path / "grpo" / "log_history.json").read_text())
     assert any("rewards/brevity/mean" in entry for entry in history) and "brevity" in grpo.final_rewards
+
+
+def test_one_step_of_the_reference_update_in_bf16_on_cuda(tmp_path):
+    """The gpu profile's own GRPO update (CLARITI's REINFORCE, transformers generation), full fine-tuning."""
+    profile = get_profile("gpu", {"model": SMOLLM2, "lora": {"enabled": False},
+                                  "grpo": {"max_steps": 1, "batch_size": 4, "gradient_accumulation_steps": 1,
+                                           "num_generations": 2, "max_completion_length": 16, "warmup_steps": 0}})
+    assert profile.grpo.update == "reference_reinforce" and not profile.grpo.use_vllm
+    grpo = train_grpo(SMOLLM2, None, [grpo_row(issue) for issue in ISSUES], [brevity], profile, tmp_path / "grpo")
+    assert grpo.steps == 1 and (grpo.adapter_dir / "model.safetensors").is_file()
+    history = json.loads((tmp_path / "grpo" / "log_history.json").read_text())
+    assert "rewards/brevity/mean" in history[0] and abs(history[0]["kl"]) < 1e-2

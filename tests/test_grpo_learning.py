@@ -19,7 +19,10 @@ import pytest
 from tasks.training import TrainProfile, get_profile, grpo_row, train_grpo
 from tests.test_training import ISSUES, _tiny_llama, _tokenizer
 
-pytestmark = pytest.mark.filterwarnings("ignore:`is_gradient_checkpointing` is deprecated:FutureWarning")
+# A learning-quality check (a margin on a sampled share): `make test-slow`; the default suite keeps the GRPO path's
+# wiring in tests/test_training.py (two steps, every reward logged).
+pytestmark = [pytest.mark.filterwarnings("ignore:`is_gradient_checkpointing` is deprecated:FutureWarning"),
+              pytest.mark.slow]
 
 N_SPECIAL = 4
 """The test tokenizer's special tokens take ids 0-3; they count for neither half."""

@@ -266,7 +266,7 @@ def test_the_endpoint_is_part_of_the_cache_key_and_a_key_echoed_in_an_error_is_r
 
 
 @pytest.mark.parametrize(("role", "message"), [
-    ({"api_key_env": "CLARIFYFLOW_NOT_SET"}, "api_key_env names CLARIFYFLOW_NOT_SET, which is not set"),
+    ({"api_key_env": "CLARIFYFLOW_NOT_SET"}, "the variable api_key_env names is not set"),
     ({"api_key_env": "sk-live-abc123"}, "the name of an environment variable"),
     ({"api_key": "sk-live-abc123"}, "keys never go in params"),
     ({"api_base": "127.0.0.1:8000"}, "api_base must be an http(s) URL"),
@@ -322,7 +322,7 @@ def test_the_endpoint_enters_the_cache_key_only_when_set(monkeypatch, key):
                      extra={"top_p": 0.5})
     assert endpoint_kwargs(cfg) == {"api_base": "http://127.0.0.1:1/v1", "api_key": key, "top_p": 0.5}
     monkeypatch.delenv(KEY_ENV)  # unset after the params were read: the call fails as a provider error, no request
-    with pytest.raises(Exception, match=f"api_key_env names {KEY_ENV}, which is not set"):
+    with pytest.raises(Exception, match="the variable api_key_env names is not set"):
         endpoint_kwargs(cfg)
 
 
@@ -359,7 +359,7 @@ def test_the_swe_llm_questioner_counts_its_endpoint_as_part_of_the_method():
     assert fingerprint(api_base="http://127.0.0.1:1/v1") != fingerprint(api_base="http://127.0.0.1:2/v1") != plain
 
 
-def test_the_readme_worked_example_is_valid_params(tmp_path, monkeypatch):
+def test_the_documented_worked_example_is_valid_params(tmp_path, monkeypatch):
     import re
 
     import yaml
@@ -367,8 +367,8 @@ def test_the_readme_worked_example_is_valid_params(tmp_path, monkeypatch):
     from tasks.evaluation.runs import EvalSettings
     from tasks.params import load_params
 
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    example = readme.split("#### Worked example", 1)[1]
+    page = (ROOT / "docs" / "evaluation.md").read_text(encoding="utf-8")
+    example = page.split("### Worked example", 1)[1]
     block = yaml.safe_load(re.search(r"```yaml\n(.*?)```", example, re.S).group(1))
     params = yaml.safe_load((ROOT / "params.yaml").read_text(encoding="utf-8"))
     params["roles"]["preset"] = block["roles"]["preset"]

@@ -620,16 +620,36 @@ def test_cost_aware_stops_when_the_budget_is_spent():
     assert agent.event_logs()["ledger_events"][-1]["cost_aware"]["questions_asked"] == 2
 
 
-def test_cost_aware_asks_only_gaps_whose_risk_exceeds_the_question_cost():
-    agent = new_agent("interopt_cost_aware", question_cost=2.5)
-    actions, _ = drive(agent, pick("A"))
-    asks = [a for a in actions if a.kind == "ask"]
-    assert len(asks) == 1 and "optimise" in asks[0].question  # only the objective (risk 3) beats a cost of 2.5
-    heavy = new_agent("interopt_cost_aware", question_cost=1.5, risk_weights={"time_boundary": 2.0})
-    actions, _ = drive(heavy, pick("A"))
-    asked = {heavy.ledger.get(e["ledger_consumed"]).category
-             for e in heavy.event_logs()["ledger_events"] if e.get("ledger_consumed")}
-    assert asked == {"objective", "hard_soft_policy", "constraint_set", "time_boundary"}
+def test_cost_aware_asks_a_gap_only_while_its_expected_value_exceeds_the_question_cost():
+    agent = new_agent("interopt_cost_aware")
+    drive(agent, pick("A"))  # every reply settles the gap asked
+    events = agent.event_logs()["ledger_events"]
+    for event in events:
+        if event.get("ledger_consumed"):
+            category = agent.ledger.get(event["ledger_consumed"]).category
+            record = event["cost_aware"]
+            value = agent.opts.risk(category) * (record["replies_settled"] + 1) / (record["replies_judged"] + 2)
+            assert value > 0.75, (category, record)
+    asked = [agent.ledger.get(e["ledger_consumed"]).category for e in events if e.get("ledger_consumed")]
+    # before any reply the chance is 1/2: weight-1 gaps (value 0.5) wait until three replies have settled (0.8)
+    assert all(agent.opts.risk(c) >= 2 for c in asked[:3])
+    assert agent.counters()["alignment_calls"] == len(asked)
+
+
+def test_cost_aware_stops_earlier_when_replies_do_not_settle_anything():
+    full = new_agent("interopt")
+    costly = new_agent("interopt_cost_aware")
+    unanswered = say("I don't have that information.")
+    full_actions, _ = drive(full, unanswered)
+    costly_actions, _ = drive(costly, unanswered)
+    n_full = sum(a.kind == "ask" for a in full_actions)
+    n_costly = sum(a.kind == "ask" for a in costly_actions)
+    assert costly_actions[-1].kind == "ready" and n_costly < n_full
+    stop = costly.event_logs()["ledger_events"][-1]["cost_aware"]
+    assert stop["replies_settled"] == 0 and all(v <= 0.75 for v in stop["values"].values())
+    cheap = new_agent("interopt_cost_aware", question_cost=0.0, question_budget=50)
+    cheap_actions, _ = drive(cheap, unanswered)
+    assert sum(a.kind == "ask" for a in cheap_actions) >= n_full  # free questions: never stops for cost
 
 
 # ---- open InterOPT ------------------------------------------------------------------------------------------------
@@ -696,7 +716,7 @@ def test_open_aligned_reasks_an_unsettled_high_risk_gap_narrowly():
 
 
 def test_open_cost_aware_stops_at_the_budget():
-    agent = new_agent("interopt_cost_aware", protocol="open", question_budget=3)
+    agent = new_agent("interopt_cost_aware", protocol="open", question_budget=3, question_cost=0.0)
     actions, _ = drive(agent, say("No."), protocol="open")
     assert [a.kind for a in actions] == ["ask"] * 3 + ["ready"]
     assert agent.counters()["cost_aware_stops"] == 1 and 0 <= actions[-1].confidence <= 1

@@ -29,7 +29,7 @@ def test_embedding_model_ships_in_its_wheel():
 def test_smollm2_gguf_is_found_without_importing_its_package():
     import sys
 
-    from tasks.llm.providers.smollm2 import gguf_path
+    from tasks.llm.smollm2_weights import gguf_path
 
     path = gguf_path()
     assert path.suffix == ".gguf" and path.stat().st_size > 50_000_000
@@ -56,7 +56,7 @@ def test_unknown_local_model_is_a_provider_failure_not_a_retry():
 def test_smollm2_answers_a_chat_offline(tmp_path, monkeypatch):
     """Converts the GGUF once (about 30 s on 2 cores), then answers through litellm by model string."""
     from tasks.llm.client import LLMClient
-    from tasks.llm.providers.smollm2 import converted_dir
+    from tasks.llm.smollm2_weights import converted_dir
 
     client = LLMClient(use_cache=False)
     cfg = RoleConfig(backend="llm", model="local/smollm2-135m-instruct", max_tokens=16)

@@ -90,3 +90,21 @@ def test_cpu_setup_falls_back_to_plain_torch_when_the_cpu_index_is_unreachable(t
     assert bool(said) == ("FAKE_CPU_INDEX_DOWN" in scenario), said
     assert any(c.startswith("-c import sys, torch") for c in calls)  # the line saying which build was installed
     assert (venv / ".installed").is_file()
+
+
+def test_torch_is_checked_on_every_make_call_not_only_when_the_setup_runs(tmp_path):
+    """``make run TORCH=gpu`` once .venv exists used to run with whatever was installed, without a word."""
+    for target in ("run", "test", "help"):
+        bad = make("-n", target, "TORCH=gpu", f"VENV={tmp_path / 'venv'}")
+        assert bad.returncode != 0 and "TORCH must be auto, cpu or cuda, not 'gpu'" in bad.stderr, target
+    venv = tmp_path / "venv"
+    (venv / "bin").mkdir(parents=True)
+    (venv / ".installed").write_text("")
+    fake = venv / "bin" / "python"
+    fake.write_text("#!/bin/sh\necho cpu\n")  # answers the installed-build probe: a CPU build
+    fake.chmod(0o755)
+    other = make("-n", "help", "TORCH=cuda", f"VENV={venv}")
+    assert other.returncode == 0
+    assert f"TORCH=cuda, but {venv} has the cpu build of torch: to switch, rm {venv}/.installed" in other.stderr
+    same = make("-n", "help", "TORCH=cpu", f"VENV={venv}")
+    assert "has the cpu build" not in same.stderr

@@ -174,6 +174,21 @@ def test_reasoning_never_reaches_the_parser_and_is_kept(shape, serve, client):
     assert "{wait}" in stored["reasoning"] and "{wait}" not in stored["content"]
 
 
+def test_an_episode_client_keeps_the_reasoning_for_the_episode_logs(serve, client, tmp_path):
+    from tasks.clarifiers.base import MethodContext
+    from tasks.episodes.loop import episode_context
+
+    ctx = episode_context(MethodContext(client=client), sample="0:1")
+    assert ctx.client.reasoning_log == [] and client.reasoning_log is None  # the process-wide client keeps none
+    srv = serve(scripted=[{"reasoning_content": BRACES}])
+    for _ in range(2):  # a provider call, then a cache hit: both carry the reasoning
+        [ok] = ctx.client.map_structured(role="agent", cfg=endpoint(srv), messages=ask_messages(),
+                                         schema=ChoiceAgentOutput)
+        assert ok == ASK
+    assert srv.count() == 1
+    assert ctx.client.reasoning_log == [{"role": "agent", "model": "openai/test-model", "reasoning": BRACES}] * 2
+
+
 def test_split_reasoning_takes_an_unclosed_block_cut_by_the_limit():
     assert split_reasoning('{"a": 1}\n<think>still thinking {') == ('{"a": 1}', "still thinking {")
     assert split_reasoning("no reasoning here") == ("no reasoning here", "")
@@ -197,6 +212,14 @@ def test_a_reply_cut_twice_is_its_own_failure_kind(serve, client):
     usage = client.accounting.snapshot()["r"]
     assert usage["truncated"] == 2 and usage["regenerations"] == 0 and usage["failures"] == 1
     assert client.cache is not None and len(client.cache) == 0  # a cut reply is never cached
+
+
+def test_cut_free_text_is_kept_when_an_answer_is_left(serve, client):
+    srv = serve(reply=lambda body: "1. Which version do you use?\n2. What is the full", scripted=[
+        {"content": "<think>only reasoning, cut", "finish_reason": "length"}, {"finish_reason": "length"}])
+    text = client.complete(role="q", cfg=endpoint(srv, max_tokens=50), messages=ask_messages()[0])
+    assert text.startswith("1. Which version") and [r.max_tokens for r in srv.requests] == [50, 100]
+    assert client.accounting.snapshot()["q"]["truncated"] == 2
 
 
 def test_a_temperature_the_model_drops_is_warned_once_and_counted(serve, client, caplog):
@@ -229,7 +252,9 @@ def local_outputs() -> dict[str, tuple]:
 @pytest.mark.parametrize("model, thinking", [
     ("anthropic/claude-haiku-4-5", False),  # native structured output (output_format)
     ("anthropic/claude-haiku-4-5", True),  # the same with a thinking block first
-    ("anthropic/claude-3-5-haiku-20241022", False),  # a forced tool call (json_tool_call)
+    # a forced tool call (json_tool_call): the path litellm takes for a model without native structured output (the
+    # retired name only selects that path; the call goes to the loopback server)
+    ("anthropic/claude-3-5-haiku-20241022", False),
 ], ids=["output_format", "thinking", "tool_use"])
 def test_litellms_anthropic_translation_parses_back_into_every_role_record(model, thinking, local_outputs, tmp_path,
                                                                            monkeypatch):

@@ -215,11 +215,12 @@ def test_cache_is_updated_after_the_whole_batch():
     assert a.values["diversity"] == b.values["diversity"] == 1.0  # not siblings, cache empty during the batch
 
 
-def test_judge_failure_counts_as_failed_question():
+def test_judge_failure_is_unscored_not_zero():
+    """A failed judge call is counted and left out of the stage's mean (the other three questions' mean)."""
     (out,) = reward(StubJudges(fail={Q_TRACE})).score([sample(FOUR)])
-    assert out.values["non_redundancy"] == pytest.approx(1 - 2 / 4)
-    assert out.values["answerability"] == pytest.approx(2 / 4)
-    assert out.values["task_relevance"] == pytest.approx((0.5 + 0.5 + 0) / 4)
+    assert out.values["non_redundancy"] == pytest.approx(2 / 3)
+    assert out.values["answerability"] == pytest.approx(2 / 3)
+    assert out.values["task_relevance"] == pytest.approx((0.5 + 0.5 + 0) / 3)
     assert out.judge_failures == {"non_redundancy": 1, "diversity": 0, "answerability": 1, "task_relevance": 1}
 
 
@@ -380,7 +381,7 @@ def test_trl_functions_with_conversational_completions():
     assert out["staged_total"][2] == pytest.approx(0.25 * (1 + 1 + 1 + 1.0))
     assert out["staged_total"][1] == pytest.approx(0.5 * 0.25 * 1.0)  # diversity 0 < 0.3 under the public rule
     assert out["staged_total"][3] == 0.0
-    assert logged["reward/judge_failures"] == 0.0
+    assert logged["reward/judge_failures"] == 0.0 and logged["reward/unscored"] == 0.0
 
 
 def test_trl_functions_can_score_each_completion_alone():
@@ -427,7 +428,7 @@ def test_llm_judge_failure_is_counted(tmp_path):
     )
     staged = StagedReward(cfg, WEIGHTS, client=LLMClient(CallCache(tmp_path / "calls.sqlite")))
     (out,) = staged.score([sample(FOUR)])
-    assert out.values["non_redundancy"] == pytest.approx(1 - 2 / 4)  # Q_RETURN redundant, Q_COLOUR failed
+    assert out.values["non_redundancy"] == pytest.approx(2 / 3)  # Q_RETURN redundant, Q_COLOUR failed (unscored)
     assert out.judge_failures["non_redundancy"] == 1
     assert staged.stats["judge_failures/non_redundancy"] == 1
 

@@ -185,13 +185,13 @@ def test_every_role_is_configurable_from_params_and_listed():
     assert json.dumps(describe_roles(RolesParams()))
 
 
-def test_the_readme_lists_every_role_and_the_preset_groups():
+def test_the_docs_list_every_role_and_the_preset_groups():
     import re
 
     from tasks.roles.config import PRESET_GROUPS
     from tests.conftest import ROOT
 
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    text = (ROOT / "docs" / "roles-and-backends.md").read_text(encoding="utf-8")
     table = text.split("**Every role**", 1)[1].split("\n\n", 2)[1]
     rows = re.findall(r"^\| `(\w+)` \|[^|]*\|\s*(\w*)\s*\|", table, re.M)
     assert sorted(name for name, _ in rows) == sorted(ROLE_NAMES)

@@ -16,7 +16,7 @@ import pytest
 
 from tasks.errors import InputError
 from tasks.store import contained_dir, sha256_tree
-from tests.conftest import ROOT, python, tiny_params, write_params
+from tests.conftest import ROOT, python, server_folder, tiny_params, write_params
 
 
 @pytest.mark.parametrize("out", ["data/samples", ".", "data/eval/optimization/../../samples", "ABSOLUTE"])
@@ -144,7 +144,7 @@ def _files_holding(folder, needle: bytes) -> list[str]:
     return hits
 
 
-def test_an_evaluation_with_a_key_echoing_provider_stores_no_key(project, echo_server, monkeypatch):
+def test_an_evaluation_with_a_key_echoing_provider_stores_no_key(project, echo_server, prefect_api, monkeypatch):
     cases = project / "data" / "cases" / "optimization"
     cases.mkdir(parents=True)
     shutil.copy(ROOT / "tests" / "data" / "or_cases.jsonl", cases / "cases.jsonl")
@@ -154,7 +154,7 @@ def test_an_evaluation_with_a_key_echoing_provider_stores_no_key(project, echo_s
     judge = {"backend": "llm", "model": "openai/gpt-fake", "max_retries": 0, "timeout_s": 20}
     params["roles"].update({"slot_hit_judge": judge, "or_session_judge": judge})
     write_params(project, params)
-    monkeypatch.delenv("PREFECT_API_URL", raising=False)  # the project's own server: its database is under .prefect
+    # the run's server keeps the flow's logs (sent at DEBUG) in its database, which is searched below with the project
     monkeypatch.setenv("PREFECT_LOGGING_TO_API_ENABLED", "true")
     monkeypatch.setenv("PREFECT_LOGGING_LEVEL", "DEBUG")
     monkeypatch.setenv("CLARIFYFLOW_CACHE_DIR", str(project / ".cache"))
@@ -163,10 +163,12 @@ def test_an_evaluation_with_a_key_echoing_provider_stores_no_key(project, echo_s
     assert proc.returncode in (0, 3), proc.stderr[-3000:]
     assert _EchoHeaders.seen and FAKE_KEY in _EchoHeaders.seen[0], "the judge never called the fake provider"
     assert FAKE_KEY not in proc.stdout + proc.stderr
-    for folder in ("data", ".cache", ".prefect"):
-        assert (project / folder).is_dir(), folder
-        assert _files_holding(project / folder, FAKE_KEY.encode()) == [], folder
-    assert _files_holding(project / ".cache", b"[REDACTED]"), "the judge failure was not stored"
+    for folder in (project / "data", project / ".cache", server_folder()):
+        assert folder.is_dir(), folder
+        assert _files_holding(folder, FAKE_KEY.encode()) == [], folder
+    assert list(server_folder().rglob("*.db")), "the server keeps no database there"
+    # a role failure is never stored as finished work (issue 43): no unit of this run holds the (redacted) failure
+    assert _files_holding(project / ".cache" / "eval", b"[REDACTED]") == [], "a judge failure was stored"
 
 
 # ---- cached task results load as plain JSON only -------------------------------------------------------------------

@@ -208,6 +208,7 @@ def test_rows_written_before_target_source_still_validate(cases):
 
 
 @pytest.mark.realdata
+@pytest.mark.slow  # about 22 s cold; test_published_lists_are_kept_when_they_pass_the_reward covers the rule
 def test_published_gpt5_targets_on_the_clariti_workbook(tmp_path, monkeypatch):
     """A handful of CLARITI issues through the sft_data stage with published targets (measured counts printed)."""
     import yaml

@@ -22,8 +22,14 @@ def evaluated(tmp_path_factory):
 
 def test_the_variant_asks_nothing_under_the_threshold_and_flags_the_task(evaluated):
     summary, rows, out = evaluated
-    assert summary["method_order"] == ["ask_everything", "ask_everything+abstain", "base_policy",
-                                       "base_policy+abstain"]  # reference rows get no variant
+    # the variants read the full issue (their abstention uses the staged reward): reference rows, never ranked
+    assert summary["method_order"] == ["ask_everything", "base_policy"]
+    assert [n for n in summary["reference_order"] if n.endswith("+abstain")] == ["ask_everything+abstain",
+                                                                                  "base_policy+abstain"]
+    for name in ("ask_everything+abstain", "base_policy+abstain"):
+        assert summary["reference_methods"][name]["reference"]["kind"] == "privileged"
+        assert "full issue" in summary["reference_methods"][name]["reference"]["reads"]
+    assert not any(n.endswith("+abstain+abstain") for n in summary["reference_order"])  # no variant of a variant
     by_key = {r["key"]: r for r in rows}
     for r in rows:
         if not r["method"].endswith("+abstain"):

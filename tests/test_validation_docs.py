@@ -1,4 +1,5 @@
-"""`make docs`: GX Data Docs for the published artifacts, built offline in a file-backed context."""
+"""`make docs`: GX Data Docs of every gate's latest result as the pipeline saved it, built offline in a file-backed
+context, without validating anything again."""
 
 from __future__ import annotations
 
@@ -8,7 +9,6 @@ from urllib.parse import urlparse
 
 import pytest
 
-from tasks import store
 from tasks.domains.swe import mask_issue
 from tasks.domains.swe.samples import load_samples
 from tasks.params import SweConstructParams
@@ -33,6 +33,20 @@ def _vendor_fakes(vendor: Path) -> None:
             (path.parents[1] / folder / "font.woff2").write_bytes(b"wOF2")
 
 
+def _gate_swe_cases(repo: Path, cfg: SweConstructParams) -> None:
+    """What construct@swe does: its two gates on data/cases/swe, each saving its latest result."""
+    from tasks.domains import ConstructResult, get_domain
+    from tasks.splits import construct_split, split_frame
+    from tasks.validation.gate import gate
+
+    cases, _ = construct_split([c for issue in load_samples(MINI) for c in mask_issue(issue, cfg)[0]], 0.3, 2)
+    assert cases
+    suite, table = get_domain("swe").validation_table(ConstructResult(cases=cases, metrics={}))
+    results = repo / ".cache" / "gx" / "results"
+    gate(suite, table, artifact="data/cases/swe", results_dir=results)
+    gate("case_splits", split_frame(cases), artifact="data/cases/swe", results_dir=results)
+
+
 @pytest.fixture
 def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     (tmp_path / "dvc.yaml").write_text("stages: {}\n")
@@ -41,10 +55,8 @@ def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def test_docs_render_published_cases(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    cfg = SweConstructParams(variants_per_issue=2)
-    cases = [case for issue in load_samples(MINI) for case in mask_issue(issue, cfg)[0]]
-    assert cases
-    store.atomic_write_text(repo / "data" / "cases" / "swe" / "cases.jsonl", store.jsonl_text(cases))
+    _gate_swe_cases(repo, SweConstructParams(variants_per_issue=2))
+    (repo / "data" / "cases").mkdir(parents=True)  # nothing is read from the artifacts themselves
 
     assert docs.main([]) == 0
 
@@ -54,17 +66,16 @@ def test_docs_render_published_cases(repo: Path, capsys: pytest.CaptureFixture[s
     assert "swe_cases" in pages[0].read_text(encoding="utf-8")
     out = capsys.readouterr().out
     assert (SITE / "index.html").as_posix() in out
-    assert "swe_cases passed" in out
+    assert "data/cases/swe: suite swe_cases passed" in out and "data/cases/swe: suite case_splits passed" in out
+    assert "2 gate results" in out  # both gates on the one artifact, each its own latest result
 
 
 def test_pages_show_local_images_and_take_only_the_known_cdns(repo: Path) -> None:
-    cfg = SweConstructParams(variants_per_issue=1)
-    cases = [case for issue in load_samples(MINI) for case in mask_issue(issue, cfg)[0]]
-    store.atomic_write_text(repo / "data" / "cases" / "swe" / "cases.jsonl", store.jsonl_text(cases))
+    _gate_swe_cases(repo, SweConstructParams(variants_per_issue=1))
     assert docs.main([]) == 0
 
     pages = sorted((repo / SITE).rglob("*.html"))
-    assert len(pages) >= 3  # the index, the suite, a validation result
+    assert len(pages) >= 3  # the index and the two validation results
     for page in pages:
         html = page.read_text(encoding="utf-8")
         assert "dataContextId" not in html, page
@@ -81,8 +92,7 @@ def test_pages_show_local_images_and_take_only_the_known_cdns(repo: Path) -> Non
 
 def test_with_vendored_assets_no_page_loads_a_stylesheet_or_script_from_elsewhere(repo: Path, capsys) -> None:
     _vendor_fakes(repo / docs_assets.VENDOR)
-    cases = [case for issue in load_samples(MINI) for case in mask_issue(issue, SweConstructParams())[0]]
-    store.atomic_write_text(repo / "data" / "cases" / "swe" / "cases.jsonl", store.jsonl_text(cases))
+    _gate_swe_cases(repo, SweConstructParams())
     assert docs.main([]) == 0
     assert "stay on CDNs" not in capsys.readouterr().out
     pages = sorted((repo / SITE).rglob("*.html"))
@@ -156,3 +166,21 @@ def test_nothing_published_returns_1(repo: Path, capsys: pytest.CaptureFixture[s
     assert docs.main([]) == 1
     assert "nothing to document" in capsys.readouterr().out
     assert not (repo / "gx").exists()
+
+
+def test_two_gates_on_one_artifact_each_keep_their_latest_result(tmp_path: Path) -> None:
+    from tasks.reporting.inputs import load_gate_results
+    from tasks.validation.gate import write_result
+
+    results = tmp_path / "results"
+    results.mkdir()
+    (results / "data_cases_swe.json").write_text("{}")  # a result saved before they were kept per suite
+    raw = {"suite_name": "swe_cases", "success": True, "results": [],
+           "statistics": {"successful_expectations": 9, "evaluated_expectations": 9}}
+    write_result(results, "data/cases/swe", "swe_cases", raw)
+    write_result(results, "data/cases/swe", "case_splits", {**raw, "suite_name": "case_splits"})
+    assert sorted(p.name for p in results.iterdir()) == ["data_cases_swe__case_splits.json",
+                                                         "data_cases_swe__swe_cases.json"]
+    gates = load_gate_results(results, tmp_path)  # what the report shows
+    assert [(g.artifact, g.suite, g.passed) for g in gates] == [("data/cases/swe", "case_splits", 9),
+                                                                ("data/cases/swe", "swe_cases", 9)]

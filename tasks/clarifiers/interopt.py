@@ -54,12 +54,17 @@ Our variants (not in the paper):
   feedback (``ready_overridden_count``); a second READY is accepted. Under Open (no ledger) the agent keeps the
   asked gaps itself and feeds a re-ask to Stage 2 as a "partially answered" gap.
 - ``interopt_cost_aware`` (cost-aware stop). Each open gap carries a severity-risk weight by category (objective
-  3; hard_soft_policy, constraint_set and feasible_rule 2; the others 1; ``options.risk_weights`` overrides).
-  Each question costs ``options.question_cost`` (default 0.75). The agent asks while the highest open-gap risk
-  exceeds the question cost and fewer than ``options.question_budget`` (default 8) questions were asked, offering
-  Stage 2 only the gaps worth a question; otherwise it declares READY at once (no Stage 2 call), with a summary
-  that flags every gap still open as needing confirmation. An agent READY while the rule says ask is sent back
-  once, as above.
+  3; hard_soft_policy, constraint_set and feasible_rule 2; the others 1; ``options.risk_weights`` overrides). The
+  expected value of asking about a gap is its risk weight times the chance that the next reply settles it,
+  estimated from this episode's public replies: after each reply ``or_gap_alignment`` judges whether it settled
+  the gap asked, and the chance is (settled + 1) / (judged + 2) (Laplace; 0.5 before any reply; a failed
+  judgement is left out, counted in ``alignment_failures``, a counter only this mode sets). Each question costs
+  ``options.question_cost`` (default 0.75). The agent offers Stage 2 only the gaps whose expected value exceeds
+  the cost and declares READY at once (no Stage 2 call) when none is left or ``options.question_budget`` (default
+  8, a ceiling) questions were asked, with a summary that flags every gap still open as needing confirmation. So a
+  weight-1 gap is asked only once the chance passes 3/4 (e.g. three settled replies of three), a weight-2 gap while
+  it stays above 3/8, and a user who keeps saying "I don't have that information" ends the interview early. An
+  agent READY while a gap is still worth its cost is sent back once, as above.
 
 Options (``params.yaml: evaluate.methods.<name>``, minus ``method``) override any field of :class:`InterOptOptions`.
 """
@@ -102,6 +107,11 @@ class InterOptOptions(BaseModel):
     def risk(self, category: str) -> float:
         return {**DEFAULT_RISK, **self.risk_weights}.get(category, 1.0)
 
+    def question_value(self, category: str, settled: int, judged: int) -> float:
+        """Expected value of the next question on a gap: risk weight x P(the reply settles it), the probability
+        estimated from the episode's judged replies as (settled + 1) / (judged + 2)."""
+        return self.risk(category) * (settled + 1) / (judged + 2)
+
 
 def _transcript(view: AgentView) -> list[R.PublicTurn]:
     return public_turns(view.transcript)
@@ -133,6 +143,44 @@ class _Agent(BaseAgent):
         for name in self.COUNTERS:
             self._counters[name] = 0
         self.questions_asked = 0
+        self.replies_judged = 0
+        self.replies_settled = 0
+        self.cost_pending: tuple[str, str, str, dict[str, str]] | None = None
+        """Cost-aware mode: (category, description, question, options) of the last question, for the reply's
+        judgement."""
+
+    def worth_asking(self, category: str) -> bool:
+        """Cost-aware mode: whether a gap's expected value exceeds the question cost."""
+        return self.opts.question_value(category, self.replies_settled, self.replies_judged) > self.opts.question_cost
+
+    def value_record(self, gaps: list[tuple[str, str]]) -> dict[str, Any]:
+        """What the cost-aware stop weighed, for the event log: (id, category) per open gap."""
+        return {"questions_asked": self.questions_asked, "replies_settled": self.replies_settled,
+                "replies_judged": self.replies_judged, "question_cost": self.opts.question_cost,
+                "values": {gid: round(self.opts.question_value(cat, self.replies_settled, self.replies_judged), 4)
+                           for gid, cat in gaps}}
+
+    def observe_reply(self, view: AgentView, event: dict) -> None:
+        """Cost-aware mode: judge whether the last reply settled the gap asked (public reply only) and count it."""
+        if self.cost_pending is None:
+            return
+        category, description, question, options = self.cost_pending
+        self.cost_pending = None
+        reply = _last_reply(view)
+        if reply is None:
+            return
+        self.bump("alignment_calls")
+        out = self.ctx.run_one(R.ALIGNMENT_SPEC, R.AlignmentInput(
+            brief=self.brief, gap_category=category, gap_description=description, question=question,
+            options=options, reply=reply))
+        if isinstance(out, RoleFailure):
+            self.bump("alignment_failures")
+            event["reply_value"] = {"error": _failure_text(out)}
+            return
+        self.replies_judged += 1
+        self.replies_settled += int(out.settled)
+        event["reply_value"] = {"settled": out.settled, "replies_settled": self.replies_settled,
+                                "replies_judged": self.replies_judged}
 
     def set(self, name: str, value: float) -> None:
         self._counters[name] = value
@@ -174,7 +222,7 @@ class ChoiceInterOptAgent(_Agent):
         """Open gaps that make READY premature under our variants (empty for the published InterOPT)."""
         rows = self.ledger.open_rows()
         if self.opts.cost_aware:
-            return [r for r in rows if self.opts.risk(r.category) > self.opts.question_cost]
+            return [r for r in rows if self.worth_asking(r.category)]
         if self.opts.aligned:
             return [r for r in rows if self.opts.risk(r.category) >= self.opts.high_risk]
         return []
@@ -203,6 +251,9 @@ class ChoiceInterOptAgent(_Agent):
                 self.bump("gap_reask_count")
             event["ledger_consumed"] = gap_id if self.ledger.mark_asked(gap_id, event["turn"]) else None
         self.pending = (gap_id, question, options)
+        if self.opts.cost_aware:
+            self.cost_pending = (row.category, row.description, question, options) if row is not None else \
+                ("unknown", question, question, options)
         self.questions_asked += 1
         return self._finish(event, AgentAction(kind="ask", question=question, options=options))
 
@@ -251,7 +302,7 @@ class ChoiceInterOptAgent(_Agent):
     def _frontier(self) -> list[GapRow]:
         rows = self.ledger.open_rows()
         if self.opts.cost_aware:
-            rows = [r for r in rows if self.opts.risk(r.category) > self.opts.question_cost]
+            rows = [r for r in rows if self.worth_asking(r.category)]
         return rows
 
     def _cost_stop(self) -> bool:
@@ -259,25 +310,26 @@ class ChoiceInterOptAgent(_Agent):
             return False
         if self.questions_asked >= self.opts.question_budget:
             return True
-        risks = [self.opts.risk(r.category) for r in self.ledger.open_rows()]
-        return bool(self.opts.stage1) and (not risks or max(risks) <= self.opts.question_cost)
+        return bool(self.opts.stage1) and not any(self.worth_asking(r.category) for r in self.ledger.open_rows())
 
     def act(self, view: AgentView) -> AgentAction:
         transcript = _transcript(view)
         event: dict[str, Any] = {"turn": view.turn}
         if self.opts.aligned:
             self._align(view, event)
+        if self.opts.cost_aware:
+            self.observe_reply(view, event)
         if not self.opts.stage2:
             return self._direct(view, transcript, event)
         if self.opts.stage1:
             self._gap_search(view, transcript, event)
         if self._cost_stop():
             self.bump("cost_aware_stops")
-            event["cost_aware"] = {"questions_asked": self.questions_asked,
-                                   "open_risks": {r.gap_id: self.opts.risk(r.category)
-                                                  for r in self.ledger.open_rows()}}
+            event["cost_aware"] = self.value_record([(r.gap_id, r.category) for r in self.ledger.open_rows()])
             unresolved = [r.description for r in self.ledger.open_rows()]
             return self._ready(R.compose_summary(self.ctx.domain.gaps, self.brief, transcript, unresolved), event)
+        if self.opts.cost_aware:
+            event["cost_aware"] = self.value_record([(r.gap_id, r.category) for r in self.ledger.open_rows()])
         return self._stage2(view, transcript, event)
 
     def _stage2(self, view: AgentView, transcript: list[R.PublicTurn], event: dict) -> AgentAction:
@@ -502,13 +554,16 @@ class OpenInterOptAgent(_Agent):
             else:
                 self.asked[key] = _Asked(gap=gap, question=question)
             self.pending = key
+        if self.opts.cost_aware:
+            self.cost_pending = ((gap.category, gap.description, question, {}) if gap is not None else
+                                 ("unknown", question, question, {}))
         self.questions_asked += 1
         return self._finish(event, AgentAction(kind="ask", question=question))
 
     def _must_ask(self, guidance: R.OpenGapSearchOutput | None) -> list[R.OpenGap]:
         gaps = list(guidance.gaps) if guidance is not None and not guidance.ready_to_model else []
         if self.opts.cost_aware:
-            return [g for g in gaps if self.opts.risk(g.category) > self.opts.question_cost]
+            return [g for g in gaps if self.worth_asking(g.category)]
         if self.opts.aligned:
             return [g for g in gaps if g.source_status == "partially answered"
                     or self.opts.risk(g.category) >= self.opts.high_risk]
@@ -519,6 +574,8 @@ class OpenInterOptAgent(_Agent):
         event: dict[str, Any] = {"turn": view.turn}
         if self.opts.aligned:
             self._align(view, event)
+        if self.opts.cost_aware:
+            self.observe_reply(view, event)
         guidance: R.OpenGapSearchOutput | None = None
         if self.opts.stage1:
             self.bump("gap_search_calls")
@@ -554,18 +611,18 @@ class OpenInterOptAgent(_Agent):
         return self._stage2(transcript, guidance, event)
 
     def _cost_stop(self, guidance: R.OpenGapSearchOutput | None) -> dict | None:
-        risks = [self.opts.risk(g.category) for g in guidance.gaps] if guidance is not None else []
+        gaps = [(g.gap_id, g.category) for g in guidance.gaps] if guidance is not None else []
         if self.questions_asked >= self.opts.question_budget:
-            return {"reason": "budget", "questions_asked": self.questions_asked}
-        if guidance is not None and (not risks or max(risks) <= self.opts.question_cost):
-            return {"reason": "risk_below_cost", "max_risk": max(risks, default=0.0)}
+            return {"reason": "budget", **self.value_record(gaps)}
+        if guidance is not None and not any(self.worth_asking(cat) for _, cat in gaps):
+            return {"reason": "value_below_cost", **self.value_record(gaps)}
         return None
 
     def _stage2(self, transcript: list[R.PublicTurn], guidance: R.OpenGapSearchOutput | None,
                 event: dict) -> AgentAction:
         offered = guidance
         if guidance is not None and self.opts.cost_aware:
-            worth = [g for g in guidance.gaps if self.opts.risk(g.category) > self.opts.question_cost]
+            worth = [g for g in guidance.gaps if self.worth_asking(g.category)]
             offered = guidance.model_copy(update={"gaps": worth})
         attempts: list[dict] = []
         event["agent_attempts"] = attempts

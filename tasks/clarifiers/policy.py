@@ -95,6 +95,10 @@ class PolicyAgent(BaseAgent):
 @method("policy")
 def policy(name: str, options: dict[str, Any]) -> PolicyMethod:
     opts = parse_options(name, options, EpisodePolicyOptions)
+    from tasks.training.policy import is_full_model
+
+    if opts.adapter is not None and is_full_model(Path(opts.adapter)):  # fully fine-tuned (training.lora false)
+        return PolicyMethod(name, opts)
     if opts.adapter is not None and not (Path(opts.adapter) / "adapter_config.json").is_file():
         why = ("folder not found" if not Path(opts.adapter).exists()
                else "not a LoRA adapter (adapter_config.json missing)")

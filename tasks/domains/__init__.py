@@ -23,8 +23,9 @@ from tasks.records import Case
 __all__ = ["HELPERS", "NAME", "ConstructResult", "Domain", "DomainContext", "Eligibility", "domain_context",
            "domain_names", "get_domain", "module_name"]
 
-NAME = re.compile(r"^[a-z][a-z0-9_]{1,39}$")
-"""A domain name: a Python identifier in lower case (it names a module, a params key, folders and DVC stages)."""
+NAME = re.compile(r"\A[a-z][a-z0-9_]{1,39}\Z")
+r"""A domain name: a Python identifier in lower case (it names a module, a params key, folders and DVC stages).
+``\A``/``\Z``, not ``^``/``$``: ``$`` also matches before a trailing newline."""
 HELPERS = frozenset({"api", "units", "or_toml", "template"})
 """Modules in this package that are not domains."""
 FOLDER = Path(__file__).parent

@@ -104,6 +104,25 @@ class SlotRequest(BaseModel):
     visible_brief: str = ""
 
 
+SKIPPED = "skipped: "
+"""Notes keyed ``skipped: <reason>`` count the records or variants left out, by reason (``skipped`` in the metrics)."""
+SKIP_NO_UNITS = "no text units (the record is empty or only control characters)"
+SKIP_EMPTY_BRIEF = "empty brief (nothing left visible after hiding)"
+
+
+SKIP_NO_ELIGIBLE = "no unit that may be hidden"
+
+
+def _has_text(units: list) -> bool:
+    """Whether any unit holds a letter or digit (control characters and punctuation alone are no text)."""
+    return any(any(ch.isalnum() for ch in u.content) for u in units)
+
+
+def skipped_reasons(notes: dict) -> dict[str, int]:
+    """``{reason: count}`` of the records and variants a construction left out."""
+    return {k.removeprefix(SKIPPED): int(v) for k, v in sorted(notes.items()) if k.startswith(SKIPPED) and v}
+
+
 def _failure(record_id: str, role: str, failure: Any) -> dict:
     return {"problem_id": record_id, "role": role, "kind": failure.kind, "message": failure.message}
 
@@ -126,13 +145,16 @@ def build_unit_chunk(domain: str, records_in: list[dict], cfg: dict, roles: dict
     items = [dom.record_model.model_validate(r) for r in records_in]
     notes: Counter = Counter()
     units_of, failures = dom.decompose_many(items, role_cfg, client)
+    failed_ids = {f["problem_id"] for f in failures}
 
     # filter + mask
     plans: list[dict] = []
     for record in items:
         rid = dom.record_id(record)
         units = units_of.get(rid)
-        if not units:
+        if not units or not _has_text(units):
+            if rid not in failed_ids:  # a decomposer failure is counted as a role failure instead
+                notes[SKIPPED + SKIP_NO_UNITS] += 1
             continue
         decisions = dom.hide_candidates(units)
         eligible = [d.unit_id for d in decisions if d.eligible]
@@ -143,8 +165,12 @@ def build_unit_chunk(domain: str, records_in: list[dict], cfg: dict, roles: dict
         variants = [list(v) for v in dom.choose_hidden(rid, candidates, params, units=units) if v]
         if not variants:
             notes["records_without_eligible_unit"] += 1
+            notes[SKIPPED + SKIP_NO_ELIGIBLE] += 1
             continue
         for n, hidden_ids in enumerate(variants, start=1):
+            if not _has_text([u for u in units if u.id not in set(hidden_ids)]):
+                notes[SKIPPED + SKIP_EMPTY_BRIEF] += 1  # e.g. "Minimise cost.": its only unit was hidden
+                continue
             case_id = rid if len(variants) == 1 else f"{rid}__v{n}"
             plans.append({"record": record, "case_id": case_id, "units": units, "decisions": decisions,
                           "hidden": hidden_ids})
@@ -385,6 +411,8 @@ class UnitDomain:
         usage: dict[str, Counter] = {r: Counter() for r in self.roles_used}
         for part, state in tqdm(built, total=len(calls), desc=f"construct {self.name}", unit="chunk", leave=False):
             stats.add_state(state)
+            if part["failures"]:  # only successes stay cached: a rerun retries this chunk's failed calls
+                caching.forget_result(state)
             cases.extend(Case.model_validate(c) for c in part["cases"])
             notes.update(part["notes"])
             failures.extend(part["failures"])
@@ -416,6 +444,7 @@ class UnitDomain:
             "hidden_per_severity": {s: severities.get(s, 0) for s in SEVERITIES},
             "hidden_per_kind": dict(sorted(hidden_kinds.items())),
             "role_failures": len(failures),
+            "skipped": skipped_reasons(notes),
             "rewriter_leak_fallbacks": notes.get("rewriter_leak_fallbacks", 0),
             # briefs rendered by the local join instead of the LLM rewriter (a failed call or a leaking brief)
             "fallbacks": {"rewriter": fallbacks},

@@ -26,8 +26,21 @@ from tasks.episodes.records import (
 )
 from tasks.llm.records import RoleFailure
 from tasks.records import Case
+from tasks.roles.personas import Persona
 
 CHOICE_KEYS = ("A", "B", "C")
+
+
+def render_persona_choice(choice: str | None, comment: str | None, corrected: bool) -> str:
+    """The public reply of a persona's choice: "I don't know" (no choice), a D comment, or an option (with an
+    apology when it corrects an earlier wrong pick)."""
+    from tasks.roles.personas import CHOICE_DONT_KNOW, CORRECTION
+
+    if choice is None:
+        return USER_PREFIX + CHOICE_DONT_KNOW
+    if choice == "D":
+        return f"{USER_PREFIX}none of the offered options match. {comment}"
+    return f"Business user selected option {choice}." + (f" {CORRECTION.strip()}" if corrected else "")
 
 
 def episode_seed(seed: int, case_id: str, method: str, protocol: str, repeat: int) -> int:
@@ -82,15 +95,16 @@ def episode_context(base: MethodContext, sample: str) -> MethodContext:
 
     shared = base.client or default_client()
     client = LLMClient(shared.cache, use_cache=shared.use_cache, accounting=Accounting(),
-                       backoff_s=shared.backoff_s, backoff_max_s=shared.backoff_max_s)
+                       backoff_s=shared.backoff_s, backoff_max_s=shared.backoff_max_s, keep_reasoning=True)
     return MethodContext(roles=base.roles, client=client, options=base.options, sample=sample, domain=base.domain)
 
 
 def run_episode(case: Case, method: Method, protocol: Protocol, *, repeat: int, seed: int, max_turns: int,
-                ctx: MethodContext) -> Episode:
+                ctx: MethodContext, persona: Persona | None = None) -> Episode:
     """Play one episode in ``ctx.domain``: the agents' and the simulated user's role calls are made in it (its
     framing names the request in their prompts, its gap inventory is what the local agents ask from) and the
-    simulated user hears questions with its user aspects."""
+    simulated user hears questions with its user aspects. ``persona`` (default cooperative) shapes the simulated
+    user's replies (tasks/roles/personas.py): rewritten under the local backend, a prompt addendum under an LLM."""
     from tasks.roles.or_user import (
         CHOICE_SPEC,
         OPEN_SPEC,
@@ -100,6 +114,7 @@ def run_episode(case: Case, method: Method, protocol: Protocol, *, repeat: int, 
         facts_from_case,
         render_choice_reply,
     )
+    from tasks.roles.personas import COOPERATIVE, PersonaState, prompt_addendum
     from tasks.roles.question_detector import SPEC as DETECTOR
     from tasks.roles.question_detector import DetectorInput
 
@@ -109,6 +124,11 @@ def run_episode(case: Case, method: Method, protocol: Protocol, *, repeat: int, 
     ctx = episode_context(ctx, sample=f"{seed}:{repeat}")
     agent = method.new_agent(case.case_id, case.brief.content, protocol, seed=ep_seed, ctx=ctx)
     facts = facts_from_case(case, ctx.domain.user_aspects)
+    persona = persona or COOPERATIVE
+    user_role = "or_open_user" if protocol == "open" else "or_choice_user"
+    rewrite = persona.behaviour != "cooperative" and ctx.roles.get(user_role).backend == "local"
+    note = "" if rewrite else prompt_addendum(persona)
+    shaped = PersonaState(persona, case.case_id, repeat)
     transcript: list[TranscriptRow] = []
     turns: list[QuestionTurn] = []
     events: list[dict] = []
@@ -153,11 +173,16 @@ def run_episode(case: Case, method: Method, protocol: Protocol, *, repeat: int, 
         if protocol == "open":
             history = [TranscriptTurn(speaker=r.speaker, content=r.content) for r in transcript]
             out = ctx.run_one(OPEN_SPEC, OpenUserInput(brief=case.brief.content, facts=facts, transcript=history,
-                                                       question=action.question))
+                                                       question=action.question, persona=note))
             if isinstance(out, RoleFailure):
                 failure = ProtocolFailure(type="user_format_invalid", turn=turn, message=out.message[:500])
                 transcript.append(agent_row)
                 break
+            if rewrite:
+                answers = {f.slot_id: f.simulator_answer.strip() for f in facts}
+                text, disclosed = shaped.open_reply(turn, [(s, answers[s]) for s in out.disclosed_slot_ids
+                                                           if s in answers], out.reply)
+                out = out.model_copy(update={"reply": text, "disclosed_slot_ids": disclosed})
             reply = USER_PREFIX + out.reply
             record = QuestionTurn(turn=turn, question=action.question, atomic_count=count, atomic_questions=atomic,
                                   reply=reply, disclosed_slot_ids=list(out.disclosed_slot_ids))
@@ -165,17 +190,23 @@ def run_episode(case: Case, method: Method, protocol: Protocol, *, repeat: int, 
         else:
             out = ctx.run_one(CHOICE_SPEC, ChoiceUserInput(brief=case.brief.content, facts=facts,
                                                            question=action.question, options=dict(action.options),
-                                                           allow_d=protocol == "mc_d"))
+                                                           allow_d=protocol == "mc_d", persona=note))
             if isinstance(out, RoleFailure) or (protocol == "mc" and out.choice == "D"):
                 message = out.message if isinstance(out, RoleFailure) else "picked D under MC"
                 failure = ProtocolFailure(type="user_format_invalid", turn=turn, message=message[:500])
                 transcript.append(agent_row)
                 break
             reply = render_choice_reply(out)
+            choice, comment = out.choice, out.comment
+            if rewrite:
+                choice, comment, corrected = shaped.choice_reply(turn, out.choice, out.comment, out.rationale,
+                                                                 sorted(action.options))
+                reply = render_persona_choice(choice, comment, corrected)
             record = QuestionTurn(turn=turn, question=action.question, options=dict(action.options),
-                                  atomic_count=count, atomic_questions=atomic, reply=reply, choice=out.choice,
-                                  comment=out.comment, match_status=out.match_status, user_rationale=out.rationale)
-            structured = {"choice": out.choice, **({"comment": out.comment} if out.comment else {})}
+                                  atomic_count=count, atomic_questions=atomic, reply=reply, choice=choice,
+                                  comment=comment, match_status=out.match_status if choice else None,
+                                  user_rationale=out.rationale)
+            structured = {"choice": choice, **({"comment": comment} if comment else {})} if choice else {}
         transcript += [agent_row, TranscriptRow(turn=turn, speaker="user", content=reply, structured=structured)]
         turns.append(record)
 
@@ -183,11 +214,13 @@ def run_episode(case: Case, method: Method, protocol: Protocol, *, repeat: int, 
     if events:
         logs.setdefault("method_events", [])
         logs["method_events"] = events + logs["method_events"]
+    if ctx.client.reasoning_log:  # served reasoning models: their reasoning, apart from the transcript's answers
+        logs["reasoning_events"] = list(ctx.client.reasoning_log)
     return Episode(
         case_id=case.case_id, method=method.name, protocol=protocol, repeat=repeat, seed=ep_seed,
         max_turns=max_turns, brief=case.brief.content, transcript=transcript, question_turns=turns, ready=ready,
         ready_summary=summary, ready_confidence=confidence,
         turn_count=max((r.turn for r in transcript), default=0), attempted_turns=attempted,
         atomic_questions=atomic_total, protocol_failure=failure, counters=agent.counters(), method_events=logs,
-        detector_events=detector_events, usage=_usage(ctx.client),
+        detector_events=detector_events, usage=_usage(ctx.client), persona=persona.name,
     )

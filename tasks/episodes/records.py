@@ -181,6 +181,8 @@ class Episode(_Frozen):
     detector_events: list[dict[str, Any]] = []
     usage: dict[str, RoleUsage] = {}
     """Per role: provider calls, cache hits, tokens and cost spent in this episode."""
+    persona: str = "cooperative"
+    """The simulated user's persona (tasks/roles/personas.py; ``evaluate.<domain>.personas``)."""
 
     @property
     def protocol_failed(self) -> bool:

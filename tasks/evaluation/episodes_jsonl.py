@@ -52,7 +52,7 @@ def episode_records(results: Sequence[UnitResult], cases: Sequence[Case], *,
     records = []
     for r in results:
         e = r.episode
-        unit = Unit(case_id=e.case_id, method=e.method, protocol=e.protocol, repeat=e.repeat)
+        unit = Unit(case_id=e.case_id, method=e.method, protocol=e.protocol, repeat=e.repeat, persona=e.persona)
         records.append(EpisodeRecord(unit=unit.rel_dir, key=r.key, episode=e, judge=r.judge,
                                      judge_input=judge_input_markdown(by_id[e.case_id], e, r.judge, domain=domain),
                                      statistics=statistics(e, r.judge), run_health=run_health(e, r.judge)))

@@ -25,6 +25,7 @@ from tasks.evaluation.runs import (
     check_policies,
     episode_store,
     execute,
+    persona_of,
     plan_units,
     unit_key,
 )
@@ -50,7 +51,8 @@ def method_for(entry: MethodEntry) -> Method:
 
 
 def play_unit(unit: Unit, case: Case, entry: MethodEntry, settings: EvalSettings, roles: RolesParams,
-              store_folder: Path, code: str, domain: DomainContext, client=None) -> tuple[UnitResult, bool]:
+              store_folder: Path, code: str, domain: DomainContext, client=None,
+              refresh: bool = False) -> tuple[UnitResult, bool]:
     """Play and judge one unit in ``domain``, or take it from the store; returns the result and whether it was
     reused.
 
@@ -60,7 +62,7 @@ def play_unit(unit: Unit, case: Case, entry: MethodEntry, settings: EvalSettings
     from tasks.episodes.loop import run_episode
     from tasks.evaluation.judge import judge_episodes
 
-    store = episode_store(store_folder)
+    store = episode_store(store_folder, refresh=refresh)  # a unit with a role failure is never stored
     key = unit_key(unit, case, entry, settings, roles, code)
     done = store.get(key)
     if done is not None:
@@ -70,7 +72,7 @@ def play_unit(unit: Unit, case: Case, entry: MethodEntry, settings: EvalSettings
         method.bind_cases({case.case_id: case})
     ctx = MethodContext(roles=roles, client=client, options=entry.options, domain=domain)
     episode = run_episode(case, method, unit.protocol, repeat=unit.repeat, seed=settings.seed,
-                          max_turns=settings.max_turns, ctx=ctx)
+                          max_turns=settings.max_turns, ctx=ctx, persona=persona_of(settings, unit.persona))
     [judge] = judge_episodes({case.case_id: case}, [episode], MethodContext(roles=roles, client=client, domain=domain),
                              over_questioning_after=settings.over_questioning_after)
     result = UnitResult(key=key, episode=episode, judge=judge)
@@ -95,7 +97,7 @@ def play(cases: Sequence[Case], settings: EvalSettings, roles: RolesParams, stor
     # Dask may run the work in other processes: nothing unpicklable (the LLM client) travels with it there
     shared = None if runner == "dask" else client
     work = partial(_play_one, by_id=by_id, entries=entries, settings=settings, roles=roles, store=store.folder,
-                   code=code, domain=domain, client=shared)
+                   code=code, domain=domain, client=shared, refresh=store.refresh)
     outcomes = execute(units, work, concurrency=settings.concurrency, runner=runner,
                        cluster=cluster, progress=progress)
     stats = UnitStats(computed=sum(not reused for _, reused in outcomes),
@@ -103,8 +105,10 @@ def play(cases: Sequence[Case], settings: EvalSettings, roles: RolesParams, stor
     return [result for result, _ in outcomes], stats
 
 
-def _play_one(unit: Unit, *, by_id, entries, settings, roles, store, code, domain, client) -> tuple[UnitResult, bool]:
-    return play_unit(unit, by_id[unit.case_id], entries[unit.method], settings, roles, store, code, domain, client)
+def _play_one(unit: Unit, *, by_id, entries, settings, roles, store, code, domain, client,
+              refresh: bool = False) -> tuple[UnitResult, bool]:
+    return play_unit(unit, by_id[unit.case_id], entries[unit.method], settings, roles, store, code, domain, client,
+                     refresh=refresh)
 
 
 def write_outputs(out: Path, results: Sequence[UnitResult], cases: Sequence[Case], settings: EvalSettings,
@@ -121,6 +125,9 @@ def write_outputs(out: Path, results: Sequence[UnitResult], cases: Sequence[Case
     from tasks.store import atomic_write_json, atomic_write_text
 
     by_id = {c.case_id: c for c in cases}
+    from tasks.evaluation import robustness_outputs
+
+    results, persona_results = robustness_outputs.split(results)
     records = episode_records(results, cases, domain=domain)
     write_episodes(out / FILE, records)
     if settings.run_folders:
@@ -148,6 +155,12 @@ def write_outputs(out: Path, results: Sequence[UnitResult], cases: Sequence[Case
     atomic_write_json(out / "recovery.json", curves)
     plots.recovery_plot(curves, out / "recovery.png")
     markdown = report.report_markdown(summary, run_config, describe_roles(roles))
+    markdown += robustness_outputs.write(out, results, persona_results, cases, settings, roles, domain=domain)
+    from tasks.evaluation import frontier
+
+    markdown += frontier.write(out, episodes, judgements, budget=settings.max_turns,
+                               references={m.name for m in settings.methods if reference_of(m.kind)},
+                               n_resamples=settings.bootstrap, seed=settings.seed)
     atomic_write_text(out / "report.md", markdown)
     inspect_log.write_episode_log(out / inspect_log.EPISODES_LOG, records, summary, run_config,
                                task=f"evaluate@{domain.name}")

@@ -139,10 +139,18 @@ def bootstrap_ci(means: np.ndarray, point: Any, *, n_resamples: int = 2000, seed
 # ---- per-group summary -------------------------------------------------------------------------------------------
 
 
-def _group_metrics(runs: list[tuple[Episode, JudgeResult]], *, n_resamples: int, seed: int) -> dict[str, Any]:
-    n = len(runs)
-    eps = [e for e, _ in runs]
+def _mean(values: Sequence[float]) -> float | None:
+    return float(np.mean(values)) if len(values) else None
+
+
+def _group_metrics(all_runs: list[tuple[Episode, JudgeResult]], *, n_resamples: int, seed: int) -> dict[str, Any]:
+    """Episode metrics over every run; judge-derived ones over the runs whose judge answered (a failed judge is
+    unscored: counted in ``JudgeFailures``/``Unscored`` and left out, never a run of "no" hits)."""
+    n = len(all_runs)
+    eps = [e for e, _ in all_runs]
+    runs = [(e, j) for e, j in all_runs if not j.judge_failed]
     judged = [j for _, j in runs]
+    nj = len(judged)
     protocol = eps[0].protocol
     core = [(e, j) for e, j in runs if j.core_eligible]
     slots = [s for j in judged for s in j.slot_scores]
@@ -165,17 +173,17 @@ def _group_metrics(runs: list[tuple[Episode, JudgeResult]], *, n_resamples: int,
         "RunCount": n,
         "CaseCount": len({e.case_id for e in eps}),
         "AllSlotExactRestoreCount": sum(j.all_slot_exact for j in judged),
-        "AllSlotExactRestoreRate": sum(j.all_slot_exact for j in judged) / n,
+        "AllSlotExactRestoreRate": _ratio(sum(j.all_slot_exact for j in judged), nj),
         "CoreEligibleRunCount": len(core),
         "CoreExactRestoreCount": sum(bool(j.core_exact) for _, j in core),
         "CoreExactRestoreRate": _ratio(sum(bool(j.core_exact) for _, j in core), len(core)),
-        "WeightedSlotScore_macro": float(np.mean([j.weighted_slot_score for j in judged])),
-        "RecoveryAUC": float(np.mean([recovery_auc(e, j) for e, j in runs])),
+        "WeightedSlotScore_macro": _mean([j.weighted_slot_score for j in judged]),
+        "RecoveryAUC": _mean([recovery_auc(e, j) for e, j in runs]),
         "WeightedSlotScore_micro": _ratio(sum(SEVERITY_WEIGHT[s.severity] * HIT_VALUE[s.hit] for s in slots), weight),
         "HitCounts": {h: sum(s.hit == h for s in slots) for h in HITS},
         "HitCountsBySeverity": {sev: {h: sum(s.hit == h and s.severity == sev for s in slots) for h in HITS}
                                 for sev in SEVERITIES},
-        "SilentAssumptionsPerRun": sum(len(j.silent_assumptions) for j in judged) / n,
+        "SilentAssumptionsPerRun": _ratio(sum(len(j.silent_assumptions) for j in judged), nj),
         "AtomicQuestionsPerRun": sum(e.atomic_questions for e in eps) / n,
         "QuestionTurnsPerRun": len(turns) / n,
         "AverageTurns": sum(e.turn_count for e in eps) / n,
@@ -185,7 +193,8 @@ def _group_metrics(runs: list[tuple[Episode, JudgeResult]], *, n_resamples: int,
         "PrematureStopRate": _ratio(rule_counts["premature_stop"], len(core)),
         "StoppingStatusCounts": {s: judge_counts[s] for s in STATUSES},
         "RuleBasedStoppingStatusCounts": {s: rule_counts[s] for s in STATUSES},
-        "StoppingStatusMismatchRate": sum(j.stopping_behavior.status != j.rule_based_status for j in judged) / n,
+        "StoppingStatusMismatchRate": _ratio(sum(j.stopping_behavior.status != j.rule_based_status
+                                                 for j in judged), nj),
         "ProtocolFailureRate": sum(e.protocol_failed for e in eps) / n,
         "ProtocolFailureCounts": dict(failures),
         "MultiQuestionTurnRate": _ratio(sum(t.atomic_count > 1 for t in turns), len(turns)),
@@ -206,10 +215,12 @@ def _group_metrics(runs: list[tuple[Episode, JudgeResult]], *, n_resamples: int,
         "TruncatedReplies": sum(u.truncated for u in usage),
         "ParamsDroppedCalls": sum(u.params_dropped for u in usage),
         **efficiency(tokens=tokens, cost=cost, latency=float(sum(u.latency_s for u in usage)), n=n, per="Run",
-                     score=float(np.mean([j.weighted_slot_score for j in judged])),
+                     score=_mean([j.weighted_slot_score for j in judged]),
                      questions=sum(e.atomic_questions for e in eps) / n),
-        "JudgeFailures": sum(j.judge_failed for j in judged),
-        "JudgeFailureRate": sum(j.judge_failed for j in judged) / n,
+        "JudgeFailures": n - nj,
+        "JudgeFailureRate": (n - nj) / n,
+        "Unscored": n - nj,
+        "ScoredRunCount": nj,
     }
     per_run: dict[str, Callable[[Episode, JudgeResult], float]] = {
         "AllSlotExactRestoreRate": lambda e, j: float(j.all_slot_exact),

@@ -22,8 +22,8 @@ EVAL_ROLE = re.compile(r"^(or_|slot_hit_judge$|question_detector$)")
 """The roles an OR-Clarify evaluation calls; the local-backend note is about these."""
 EXTENSIONS = {
     "interopt_aligned": "ledger gaps become RESOLVED only when the user's answer settles them (answer-gap alignment)",
-    "interopt_cost_aware": "stops when the severity-weighted risk of the open gaps no longer justifies the question "
-                           "budget (cost-aware stop)",
+    "interopt_cost_aware": "asks a gap only while its risk weight x the chance the next reply settles it (from the "
+                           "episode's judged replies) exceeds the question cost (cost-aware stop)",
 }
 PUBLISHED = "interopt"
 LOCAL_NOTE = ("**These are local-backend numbers, not the paper's.** At least one evaluation role ran on its "
@@ -202,6 +202,9 @@ def report_markdown(summary: Mapping[str, Mapping[str, Any]], settings: Mapping[
     lines += ["", note, "", "## Slot judgements and stopping", ""]
     if summary["rows"] or summary["reference_rows"]:
         lines += _judgement_table(summary)
+        unscored = sum(r.get("Unscored", 0) for g in ("rows", "reference_rows") for r in summary[g].values())
+        lines += ["", f"unscored: {unscored} runs whose judge failed or could not be parsed (counted under judge "
+                  "failures, left out of every judge-derived mean)."]
     from tasks.evaluation.cost_table import cost_markdown
 
     lines += [""] + cost_markdown(summary)

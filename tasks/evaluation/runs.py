@@ -28,6 +28,7 @@ from tasks.evaluation import engine
 from tasks.evaluation.engine import UnitStore
 from tasks.evaluation.sanity import SanitySettings
 from tasks.records import SAFE_ID, Case
+from tasks.roles.personas import COOPERATIVE, Persona
 from tasks.store import atomic_write_json, atomic_write_text
 
 
@@ -75,6 +76,13 @@ class EvalSettings(BaseModel):
     run_folders: bool = False
     """Also write one folder of files per episode under ``runs/`` (transcript, judge input, events, ...); the default
     packs them into ``episodes.jsonl`` and the Inspect log, which hold the same records."""
+    personas: list[Persona] = [COOPERATIVE]
+    """The simulated user's personas (tasks/roles/personas.py). The first one (cooperative) feeds the main
+    tables; every persona played adds a row per method to the robustness table (tasks/evaluation/robustness.py)."""
+    persona_methods: list[str] | None = None
+    """Method rows (``name``) the non-first personas play; None: every row."""
+    persona_repeats: int | None = Field(default=None, ge=1)
+    """Repeats the non-first personas play (the first N); None: all ``repeats``."""
     sanity: SanitySettings = SanitySettings()
     """The sanity ladder (``tasks/evaluation/sanity.py``), checked when ``oracle`` and ``ready_now`` both run."""
 
@@ -91,6 +99,12 @@ class EvalSettings(BaseModel):
         dupes = sorted({n for n in names if names.count(n) > 1})
         if dupes:
             raise ValueError(f"duplicate method names: {', '.join(dupes)}")
+        personas = [p.name for p in self.personas]
+        if not personas or len(set(personas)) != len(personas) or self.personas[0].behaviour != "cooperative":
+            raise ValueError("personas: distinct names, the first one cooperative (the main tables' user)")
+        unknown = sorted(set(self.persona_methods or ()) - set(names))
+        if unknown:
+            raise ValueError(f"persona_methods: not a method row: {', '.join(unknown)}")
         return self
 
 
@@ -101,10 +115,12 @@ class Unit(BaseModel):
     method: str
     protocol: Protocol
     repeat: int
+    persona: str = "cooperative"
 
     @property
     def rel_dir(self) -> str:
-        return f"runs/{self.protocol}/{self.method}/run_{self.repeat:02d}/{self.case_id}"
+        tail = "" if self.persona == "cooperative" else f"/{self.persona}"
+        return f"runs/{self.protocol}/{self.method}/run_{self.repeat:02d}/{self.case_id}{tail}"
 
 
 class UnitResult(BaseModel):
@@ -113,6 +129,11 @@ class UnitResult(BaseModel):
     key: str
     episode: Episode
     judge: JudgeResult
+
+    @property
+    def role_failed(self) -> bool:
+        """A judge or any role of the episode failed for good (the unit is then never stored)."""
+        return self.judge.judge_failed or any(u.failures for u in self.episode.usage.values())
 
 
 def is_policy(entry: MethodEntry) -> bool:
@@ -165,7 +186,20 @@ def plan_units(cases: Sequence[Case], settings: EvalSettings) -> list[Unit]:
         for protocol in [p for p in PROTOCOLS if p in protocols]:
             for repeat in range(1, settings.repeats + 1):
                 units += [Unit(case_id=c.case_id, method=entry.name, protocol=protocol, repeat=repeat) for c in played]
-    return units
+    return units + persona_units(units, settings)
+
+
+def persona_units(units: Sequence[Unit], settings: EvalSettings) -> list[Unit]:
+    """The cooperative units replayed under every further persona (``persona_methods`` rows, the first
+    ``persona_repeats`` repeats)."""
+    rows = set(settings.persona_methods) if settings.persona_methods is not None else None
+    repeats = settings.persona_repeats or settings.repeats
+    return [u.model_copy(update={"persona": p.name}) for p in settings.personas[1:] for u in units
+            if (rows is None or u.method in rows) and u.repeat <= repeats]
+
+
+def persona_of(settings: EvalSettings, name: str) -> Persona:
+    return next(p for p in settings.personas if p.name == name)
 
 
 EPISODE_CODE = ("episodes", "clarifiers", "roles", "llm", "domains", "evaluation/judge.py", "records.py", "text.py",
@@ -176,8 +210,10 @@ domains share, and how a policy method generates; not the metrics, plots or repo
 
 
 def unit_key(unit: Unit, case: Case, entry: MethodEntry, settings: EvalSettings, roles: BaseModel, code: str) -> str:
+    persona = {} if unit.persona == "cooperative" else {"persona": persona_of(settings, unit.persona).model_dump()}
     return engine.unit_key({
-        "unit": unit.model_dump(),
+        "unit": unit.model_dump(exclude={"persona"}),
+        **persona,
         "case": case.model_dump(mode="json", exclude={"metadata": {"split"}}),  # the split never changes a result
         "method": entry.model_dump(mode="json"),
         "seed": settings.seed,
@@ -188,9 +224,9 @@ def unit_key(unit: Unit, case: Case, entry: MethodEntry, settings: EvalSettings,
     })
 
 
-def episode_store(folder: Path) -> UnitStore[UnitResult]:
+def episode_store(folder: Path, *, refresh: bool = False) -> UnitStore[UnitResult]:
     """The store of finished episode units (``tasks.evaluation.engine.UnitStore``)."""
-    return UnitStore(folder, UnitResult)
+    return UnitStore(folder, UnitResult, refresh=refresh)
 
 
 # ---- run artifacts (or-clarify.md §9) ----------------------------------------------------------------------------

@@ -53,11 +53,17 @@ def violations(rows: Mapping[str, Mapping[str, float]], reference_rows: Mapping[
     ``reference_rows``: the reference rows, among them the ceiling and the floor; ``kinds``: method name -> kind."""
     ceiling = {r: m for r, m in reference_rows.items() if kinds.get(_method(r)) == CEILING}
     floor = {r: m for r, m in reference_rows.items() if kinds.get(_method(r)) == FLOOR}
-    real = dict(rows)
     out: list[str] = []
+    unscored = [r for r, m in {**rows, **reference_rows}.items() if m.get("WeightedSlotScore_macro") is None]
+    if unscored:  # every judge call of these rows failed: nothing to place on the ladder
+        out += [f"{r}: every run unscored (its judge failed), not placed on the ladder" for r in sorted(unscored)]
+        rows = {r: m for r, m in rows.items() if r not in unscored}
+        ceiling = {r: m for r, m in ceiling.items() if r not in unscored}
+        floor = {r: m for r, m in floor.items() if r not in unscored}
+    real = dict(rows)
     if not ceiling or not floor:
         missing = [k for k, v in ((CEILING, ceiling), (FLOOR, floor)) if not v]
-        return [f"the ladder needs both reference methods; missing: {', '.join(missing)}"]
+        return [*out, f"the ladder needs both reference methods; missing: {', '.join(missing)}"]
     for row, m in sorted(ceiling.items()):
         if m["AllSlotExactRestoreRate"] < settings.oracle_min_exact:
             out.append(f"{row}: All-Slot Exact {m['AllSlotExactRestoreRate']:.3f} < {settings.oracle_min_exact} (the "

@@ -12,9 +12,9 @@
 - Concurrency is bounded per role by an asyncio semaphore; ``rpm`` spaces request starts.
 - Reasoning never reaches the parser: a ``reasoning_content`` field and ``<think>`` blocks anywhere in the reply
   (also a closing tag without its opening one, or an opening one the token limit cut) are split off, kept in the
-  call record (``CachedCall.reasoning``) and counted (``reasoning_tokens`` where the provider reports them). A reply
-  cut by the token limit (finish reason ``length``) is its own failure kind, ``truncated``: retried once with twice
-  the budget, then reported.
+  call record (``CachedCall.reasoning``) and counted (``reasoning_tokens`` where the provider reports them). A
+  structured reply cut by the token limit (finish reason ``length``) is its own failure kind, ``truncated``: retried
+  once with twice the budget, then reported; cut free text is kept when it has an answer (counted as truncated).
 - A configured sampling parameter that litellm drops for the model (``temperature`` on o-series / gpt-5) is warned
   about once per role and model and counted per call (``params_dropped``), never lost silently.
 """
@@ -39,7 +39,7 @@ from pydantic import BaseModel, ValidationError
 from tasks.llm.accounting import Accounting
 from tasks.llm.cache import CachedCall, CallCache, call_key, schema_of
 from tasks.llm.records import RoleConfig, RoleFailure
-from tasks.llm.redact import install_log_redaction, redact, register_secret
+from tasks.llm.redact import install_log_redaction, redact, redact_values, register_secret
 from tasks.llm.strict_schema import drop_sent_nulls, response_format
 
 M = TypeVar("M", bound=BaseModel)
@@ -323,7 +323,8 @@ def endpoint_kwargs(cfg: RoleConfig) -> dict[str, Any]:
     if cfg.api_key_env:
         key = os.environ.get(cfg.api_key_env)
         if not key:
-            raise LLMCallFailed("provider", f"api_key_env names {cfg.api_key_env}, which is not set", 0)
+            raise LLMCallFailed("provider", "the variable api_key_env names is not set (the name is not shown: it may "
+                                "be a pasted key)", 0)
         register_secret(key)
         kwargs["api_key"] = key
     return kwargs
@@ -339,8 +340,12 @@ class LLMClient:
         backoff_s: float = 1.0,
         backoff_max_s: float = 30.0,
         seed: int | None = None,
+        keep_reasoning: bool = False,
     ):
         self._cache = cache
+        self.reasoning_log: list[dict] | None = [] if keep_reasoning else None
+        """With ``keep_reasoning``: ``{role, model, reasoning}`` of each call whose reply carried reasoning (cache hits
+        included), in call order (an episode's client keeps it for the episode's logs)."""
         self.use_cache = use_cache
         self.accounting = accounting or Accounting()
         self.backoff_s = backoff_s
@@ -391,6 +396,7 @@ class LLMClient:
         hit = cache.get(key) if cache is not None else None
         if hit is not None:
             self.accounting.add(role, model=cfg.model, cache_hits=1)
+            self._keep_reasoning(role, cfg.model, hit.reasoning)
             return hit.content
         endpoint = endpoint_kwargs(cfg)
         dropped = self._dropped(role, cfg)
@@ -424,8 +430,9 @@ class LLMClient:
             elapsed = time.perf_counter() - started
             choice = response.choices[0]
             content, reasoning = split_reasoning(choice.message.content or "")
+            content = redact_values(content)  # a reply echoing a key: never stored
             given = getattr(choice.message, "reasoning_content", None) or ""
-            reasoning = "\n".join(r for r in (given.strip(), reasoning) if r)
+            reasoning = redact_values("\n".join(r for r in (given.strip(), reasoning) if r))
             usage = getattr(response, "usage", None)
             details = getattr(usage, "completion_tokens_details", None)
             record = CachedCall(
@@ -447,8 +454,10 @@ class LLMClient:
                 cost_usd=record.cost_usd,
                 params_dropped=int(bool(dropped)),
             )
-            if getattr(choice, "finish_reason", None) == "length":
+            cut = getattr(choice, "finish_reason", None) == "length"
+            if cut:
                 self.accounting.add(role, model=cfg.model, truncated=1)
+            if cut and (schema is not None or not content):  # cut free text with an answer is kept (counted)
                 if budget == cfg.max_tokens:
                     budget = 2 * cfg.max_tokens  # once, with twice the budget
                     continue
@@ -457,7 +466,13 @@ class LLMClient:
                                     attempt + 1)
             if cache is not None:
                 cache.put(key, cfg.model, record)
+            self._keep_reasoning(role, cfg.model, reasoning)
             return content
+
+    def _keep_reasoning(self, role: str, model: str, reasoning: str) -> None:
+        if reasoning and self.reasoning_log is not None:
+            with self._rpm_lock:
+                self.reasoning_log.append({"role": role, "model": model, "reasoning": reasoning})
 
     def _dropped(self, role: str, cfg: RoleConfig) -> tuple[str, ...]:
         """The role's configured parameters litellm will drop for its model; a warning the first time per role and

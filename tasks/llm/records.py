@@ -76,8 +76,12 @@ class RoleConfig(BaseModel):
         parts = urlsplit(value)
         if parts.scheme not in ("http", "https") or not parts.netloc:
             raise ValueError("api_base must be an http(s) URL such as http://127.0.0.1:8000/v1")
-        if parts.username or parts.password:
-            raise ValueError("api_base must not carry credentials; name the key's variable in api_key_env")
+        from tasks.llm.redact import url_credentials
+
+        found = url_credentials(value)
+        if found:
+            raise ValueError(f"api_base must not carry credentials ({found}); name the key's variable in "
+                             "api_key_env")
         return value.rstrip("/")
 
     @field_validator("api_key_env")
@@ -87,8 +91,9 @@ class RoleConfig(BaseModel):
             return None
         if not ENV_NAME.match(value):
             raise ValueError("api_key_env is the name of an environment variable (e.g. OPENAI_API_KEY), not a key")
-        if info.data.get("backend") == "llm" and not os.environ.get(value):
-            raise ValueError(f"api_key_env names {value}, which is not set in the environment")
+        if info.data.get("backend") == "llm" and not os.environ.get(value):  # the value is never echoed: a key
+            # pasted here that happens to look like a variable name would land in the error line
+            raise ValueError("the variable api_key_env names is not set in the environment")
         return value
 
     @field_validator("extra")

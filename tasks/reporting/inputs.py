@@ -58,16 +58,18 @@ class GateResult:
 
 
 def load_gate_results(results_dir: Path, root: Path) -> list[GateResult]:
-    """The latest result of each gate (``gate(..., results_dir=...)`` writes ``<artifact with / as _>.json``)."""
+    """The latest result of each gate (``gate(..., results_dir=...)`` writes ``<artifact with / as _>__<suite>.json``
+    and names the artifact in the result's ``meta``; older files are ``<artifact with / as _>.json``)."""
     if not results_dir.is_dir():
         return []
     out = []
     for path in sorted(results_dir.glob("*.json")):
-        if path.stem == OWN_GATE:
+        if path.stem.split("__")[0] == OWN_GATE:
             continue
-        artifact = _artifact_path(root, path.stem)
+        artifact = _artifact_path(root, path.stem.split("__")[0])
         try:
             raw = json.loads(path.read_text(encoding="utf-8"))
+            artifact = (raw.get("meta") or {}).get("clarifyflow_artifact") or artifact
             stats = raw.get("statistics") or {}
             failed = []
             for res in raw.get("results") or []:

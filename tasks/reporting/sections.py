@@ -369,6 +369,8 @@ def eval_section(inputs: ReportInputs, used: set[str], domain: str) -> Section:
         extra += [Text(REFERENCE_NOTE, kind="note"), reference_table(reference, summary)]
     if isinstance(summary.get("abstention"), dict):
         extra.append(abstention_table(summary["abstention"], str((data or {}).get("backend", "unspecified"))))
+    if line := unscored_line(summary):
+        extra.append(line)
     from tasks.evaluation import cost_table
 
     if costs := cost_table.cost_rows(summary):
@@ -385,6 +387,21 @@ def eval_section(inputs: ReportInputs, used: set[str], domain: str) -> Section:
         return section
     used.add(stage)
     return stage_section(inputs, stage, stage, _slug(stage), extra)
+
+
+def unscored_line(summary: dict[str, Any]) -> Text | None:
+    """The judge calls that failed and were left out of the means (evaluate@swe: reward stage values, with the reward
+    protocol; evaluate@<episode domain>: runs whose judge failed), from the stage's summary.json."""
+    if "unscored" in summary:
+        return Text(f"Reward protocol: {summary.get('reward_protocol', 'clarifyflow')}; a failed judge call: "
+                    f"{summary.get('judge_failure', 'unscored')}; unscored: {summary['unscored']} (stage values left "
+                    "out of the means).", kind="note")
+    rows = [r for group in ("rows", "reference_rows") for r in (summary.get(group) or {}).values()
+            if isinstance(r, dict) and "Unscored" in r]
+    if rows:
+        return Text(f"unscored: {sum(r['Unscored'] for r in rows)} runs whose judge failed (left out of every "
+                    "judge-derived mean).", kind="note")
+    return None
 
 
 def question_analysis_section(inputs: ReportInputs, used: set[str]) -> Section:
@@ -416,8 +433,8 @@ def abstention_table(block: dict[str, Any], backend: str) -> Table:
 
 
 REFERENCE_TITLE = "Reference rows (not ranked)"
-REFERENCE_NOTE = ("Reference rows read what a method may not (privileged: the hidden slots or categories) or "
-                  "nothing at all (a bound): they bracket the methods and are never ranked with them.")
+REFERENCE_NOTE = ("Reference rows read what a method may not (privileged: the hidden slots or categories, or the "
+                  "full issue) or nothing at all (a bound): they bracket the methods and are never ranked with them.")
 LAYOUTS = (("rows", "reference_rows"), ("methods", "reference_methods"))
 """Where an evaluation keeps its ranked and its reference rows (stage metrics and episode summaries; SWE summary)."""
 
@@ -470,6 +487,8 @@ def _run_settings(config: dict[str, Any]) -> Table:
 
 def _metric_cells(rows: dict[str, dict[str, Any]], summary: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
     """Metric columns and one line of cells per row (``[low, high]`` from the summary's CI95)."""
+    from tasks.evaluation.questions.surrogate import base_metric
+
     flat = {name: _flat_cells(values) for name, values in rows.items()}
     columns = list(dict.fromkeys(c for cells in flat.values() for c in cells))
     lines = []
@@ -478,7 +497,7 @@ def _metric_cells(rows: dict[str, dict[str, Any]], summary: dict[str, Any]) -> t
         line = []
         for column in columns:
             cell = cells.get(column, "–")
-            bounds = intervals.get(column)
+            bounds = intervals.get(column, intervals.get(base_metric(column)))
             if isinstance(bounds, list) and len(bounds) == 2 and cell != "–":
                 cell = f"{cell} [{fmt(bounds[0])}, {fmt(bounds[1])}]"
             line.append(cell)

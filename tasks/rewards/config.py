@@ -71,7 +71,8 @@ class DiversityParams(_Section):
     intent when the ``question_classifier`` gives them one category and their cosine is >= ``intent_threshold``,
     or when their cosine is >= ``similarity_threshold`` whatever the labels), so rephrasing one ask does not count
     as diverse; an intent also met in a sibling completion or a cached generation does not count.
-    ``embedding``: the public code's rule, 1 − similar/total on MiniLM cosine alone."""
+    ``embedding``: 1 − similar/total on MiniLM cosine alone. Neither is the public code's rule (an LLM counts the
+    similar questions, no embedding threshold): that is ``protocol: reference``."""
     similarity_threshold: float = Field(default=0.7, gt=0.0, le=1.0)
     """A question is similar to another when their MiniLM cosine is >= this."""
     intent_threshold: float = Field(default=0.45, gt=0.0, le=1.0)
@@ -80,14 +81,53 @@ class DiversityParams(_Section):
     cache_size: int = Field(default=2, ge=0)
     """Recent generations (completions) kept across batches to compare against; the public code keeps 2."""
     siblings: bool = True
-    """Compare with the other completions of the same prompt (the public code); False: each completion is judged
-    alone, as a held-out evaluation judges it."""
+    """Compare with the other completions of the same prompt (this design: the public code compares within the
+    generation and with its cache, which it fills only after the batch); False: each completion is judged alone, as
+    a held-out evaluation judges it."""
     within_completion: Literal["any", "earlier"] = "any"
     """``embedding`` mode. ``any``: both members of a near-duplicate pair inside one completion count as similar;
     ``earlier``: only the later one (the public code's LLM judge counts questions similar to *earlier* ones)."""
 
 
+Protocol = Literal["clarifyflow", "reference"]
+"""``clarifyflow``: this project's design (per-question judges, intent diversity, all stages evaluated).
+``reference``: the CLARITI public code's rules (``tasks.rewards.reference``; docs/clariti-protocol.md)."""
+
+JudgeFailure = Literal["unscored", "neutral", "repair"]
+"""What a judge call that fails or cannot be parsed gives.
+
+- ``unscored`` (this project): the item is counted as unscored and left out of the stage's mean; a stage with no
+  scored item is unscored and left out of the reward (the scored stages' weights are rescaled to the full sum).
+- ``neutral`` (the CLARITI public code): the stage takes the reference's neutral value (``NEUTRAL``), counted.
+- ``repair`` (the InterOPT runner): the failed calls are sent again up to ``repair_retries`` times (the client
+  repairs JSON on each); what still fails is unscored."""
+
+NEUTRAL: dict[str, float] = {"non_redundancy": 0.5, "diversity": 0.7, "answerability": 0.5, "task_relevance": 0.3}
+"""The CLARITI public code's values on a judge error or parse failure: S1 error 0.5, S2 parse failure 0.7, S3
+error 0.5, S4 parse failure or count mismatch 0.3 (clariti.md §5.3)."""
+
+
+class ReferenceParams(_Section):
+    """``protocol: reference`` only: the public code's numbers that the project's design has no key for."""
+
+    type_rewards: dict[str, float] = {"error_info": 1.0, "expected_behavior": 0.58, "implementation": 0.65,
+                                      "reproduction": 0.42, "version_env": 0.59, "external_refs": 0.23,
+                                      "irrelevant": 0.0}
+    """S4's per-type values as the public code has them (its ``implementation`` is 0.65, the paper's table 0.6)."""
+    unknown_type: float = Field(default=0.3, ge=0.0, le=1.0)
+    """S4's value of a label outside ``type_rewards``."""
+    no_original_issue: float = Field(default=0.7, ge=0.0, le=1.0)
+    """S3's value when the sample has no full issue."""
+    empty_cache: float = Field(default=1.0, ge=0.0, le=1.0)
+    """S2's value while the generation cache is empty (the first batch, or a held-out evaluation)."""
+
+
 class RewardConfig(_Section):
+    protocol: Protocol = "clarifyflow"
+    judge_failure: JudgeFailure = "unscored"
+    repair_retries: int = Field(default=2, ge=0)
+    """``judge_failure: repair``: how many times a failed judge call is sent again."""
+    reference: ReferenceParams = ReferenceParams()
     order: list[StageName] = list(STAGE_NAMES)  # type: ignore[assignment]
     """Stages in the order they run (and gate)."""
     thresholds: Thresholds = Thresholds()

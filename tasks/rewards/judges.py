@@ -33,17 +33,17 @@ class Judges(Protocol):
 class RoleJudges:
     """The redundancy, answerability and classifier roles through ``run_role``; MiniLM for embeddings."""
 
-    def __init__(self, roles: JudgeRoles | None = None, client=None):
+    def __init__(self, roles: JudgeRoles | None = None, client=None, retries: int = 0):
         self.roles = roles or JudgeRoles()
         self.client = client
+        self.retries = retries
+        """``judge_failure: repair``: failed calls are sent again this many times."""
 
     def _run(self, name: str, inputs: list) -> list:
-        from tasks.roles.base import run_role
         from tasks.roles.registry import get_spec
 
-        if not inputs:
-            return []
-        return run_role(get_spec(name), inputs, getattr(self.roles, name), client=self.client)
+        return run_with_repair(get_spec(name), inputs, getattr(self.roles, name), client=self.client,
+                               retries=self.retries)
 
     def redundant(self, questions: Sequence[str], texts: Sequence[str]) -> list[bool | None]:
         from tasks.roles.swe_judges import RedundancyInput
@@ -67,6 +67,25 @@ class RoleJudges:
         from tasks.llm.embeddings import encode
 
         return encode(list(texts))
+
+
+def run_with_repair(spec, inputs: list, cfg, *, client=None, retries: int = 0, sample: str | None = None) -> list:
+    """``run_role`` over ``inputs``; the inputs whose call failed are sent again, up to ``retries`` times (the
+    InterOPT runner's repair retries; each retry is a fresh sample, so a cached failure is not replayed)."""
+    from tasks.llm.records import RoleFailure
+    from tasks.roles.base import run_role
+
+    if not inputs:
+        return []
+    outs = list(run_role(spec, inputs, cfg, client=client, sample=sample))
+    for attempt in range(1, retries + 1):
+        todo = [k for k, o in enumerate(outs) if isinstance(o, RoleFailure)]
+        if not todo:
+            break
+        again = run_role(spec, [inputs[k] for k in todo], cfg, client=client, sample=f"{sample or ''}repair{attempt}")
+        for k, out in zip(todo, again, strict=True):
+            outs[k] = out
+    return outs
 
 
 def _flag(out) -> bool | None:

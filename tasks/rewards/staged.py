@@ -48,8 +48,12 @@ class RewardBreakdown(BaseModel):
     passed: dict[str, bool | None]
     stopped_at: str | None
     """The first stage that failed, ``no_questions``, or None when every stage passed."""
-    total: float
+    total: float | None
+    """The gated reward; None when every stage is unscored (see ``config.JudgeFailure``)."""
     judge_failures: dict[str, int]
+    unscored: list[str] = []
+    """The stages whose judges failed for every item of this sample: left out of ``total`` and of stage means."""
+    protocol: str = "clarifyflow"
 
     @property
     def n_questions(self) -> int:
@@ -72,10 +76,21 @@ def completion_text(completion: Any) -> str:
 
 
 def gated_total(order: Sequence[str], values: Mapping[str, float | None], passed: Mapping[str, bool | None],
-                weights: StageWeights, rule: PartialCredit) -> float:
-    """The reward of a sample with questions from its stage values (see ``config.PartialCredit``)."""
-    terms = [weights.get(s) * (values[s] or 0.0) for s in order]
-    failed = next((k for k, s in enumerate(order) if not passed[s]), None)
+                weights: StageWeights, rule: PartialCredit, unscored: Sequence[str] = ()) -> float | None:
+    """The reward of a sample with questions from its stage values (see ``config.PartialCredit``). The
+    ``unscored`` stages neither gate nor count: the rule runs over the scored stages, whose weights are rescaled
+    so they sum to the full weight (a judge failure moves no total towards 0); None when no stage is scored."""
+    scored = [s for s in order if s not in unscored]
+    if not scored:
+        return None
+    if unscored:
+        full = sum(weights.get(s) for s in order)
+        part = sum(weights.get(s) for s in scored)
+        scale = full / part if part else 1.0
+    else:
+        scale = 1.0
+    terms = [scale * weights.get(s) * (values[s] or 0.0) for s in scored]
+    failed = next((k for k, s in enumerate(scored) if not passed[s]), None)
     if failed is None:
         return float(sum(terms))
     if rule == "paper":
@@ -84,7 +99,7 @@ def gated_total(order: Sequence[str], values: Mapping[str, float | None], passed
         return float(sum(terms[:failed]))
     if failed == 0:
         return 0.0
-    first = values[order[0]] or 0.0
+    first = values[scored[0]] or 0.0
     scaled = [t * math.sqrt(max(first, 0.01)) if k == 1 else t for k, t in enumerate(terms[:failed])]
     return 0.5 * float(sum(scaled))
 
@@ -116,7 +131,13 @@ class StagedReward:
             self.relevance = weights
         else:
             self.relevance = from_mapping(weights)
-        self.judges: Judges = judges or RoleJudges(self.cfg.judges, client=client)
+        retries = self.cfg.repair_retries if self.cfg.judge_failure == "repair" else 0
+        self.judges: Judges = judges or RoleJudges(self.cfg.judges, client=client, retries=retries)
+        self.reference = None
+        if self.cfg.protocol == "reference":
+            from tasks.rewards.reference import ReferenceReward
+
+            self.reference = ReferenceReward(self.cfg, client=client)
         self._cache: deque[tuple[np.ndarray, list[str | None]]] = deque(maxlen=self.cfg.diversity.cache_size)
         """Per recent generation: its question vectors and (``intent`` mode) labels."""
         self.stats: Counter = Counter()
@@ -133,9 +154,15 @@ class StagedReward:
 
     def reset_cache(self) -> None:
         self._cache.clear()
+        if self.reference is not None:
+            self.reference.cache.clear()
 
     def score(self, samples: Sequence[Mapping | RewardSample]) -> list[RewardBreakdown]:
         checked = _validate(samples)
+        if self.reference is not None:
+            out = self.reference.score(checked)
+            self._count(out)
+            return out
         batch = Batch(
             incomplete=[s.incomplete_issue for s in checked],
             full=[s.full_issue for s in checked],
@@ -155,24 +182,34 @@ class StagedReward:
             threshold = self.cfg.thresholds.get(stage)
             for i, outcome in outcomes.items():
                 values[i][stage] = outcome.value
-                passed[i][stage] = outcome.value >= threshold - PASS_TOLERANCE
+                passed[i][stage] = None if outcome.value is None else outcome.value >= threshold - PASS_TOLERANCE
                 failures[i][stage] = outcome.failures
-                self.stats[f"judge_failures/{stage}"] += outcome.failures
-            alive = [i for i in alive if passed[i][stage]]
+            alive = [i for i in alive if passed[i][stage] is not False]
         self._remember(batch, asking)
-        self.stats["samples"] += len(checked)
-        self.stats["questions"] += sum(len(q) for q in batch.questions)
-        return [self._breakdown(batch.questions[i], values[i], passed[i], failures[i]) for i in range(len(checked))]
+        out = [self._breakdown(batch.questions[i], values[i], passed[i], failures[i]) for i in range(len(checked))]
+        self._count(out)
+        return out
+
+    def _count(self, out: Sequence[RewardBreakdown]) -> None:
+        """Judge failures and unscored stages per stage, samples and questions, into ``stats``."""
+        for b in out:
+            for stage, n in b.judge_failures.items():
+                self.stats[f"judge_failures/{stage}"] += n
+            for stage in b.unscored:
+                self.stats[f"unscored/{stage}"] += 1
+        self.stats["samples"] += len(out)
+        self.stats["questions"] += sum(b.n_questions for b in out)
 
     def _breakdown(self, questions: list[str], values: dict, passed: dict, failures: dict) -> RewardBreakdown:
         if not questions:
             return RewardBreakdown(questions=[], values=dict.fromkeys(values, 0.0), passed=dict(passed),
                                    stopped_at=NO_QUESTIONS, total=0.0, judge_failures=failures)
         order = self.stage_names
-        stopped = next((s for s in order if not passed[s]), None)
-        total = gated_total(order, values, passed, self.cfg.weights, self.cfg.partial_credit)
+        unscored = [s for s in order if values[s] is None and failures[s]]
+        stopped = next((s for s in order if passed[s] is False), None)
+        total = gated_total(order, values, passed, self.cfg.weights, self.cfg.partial_credit, unscored)
         return RewardBreakdown(questions=questions, values=values, passed=passed, stopped_at=stopped, total=total,
-                               judge_failures=failures)
+                               judge_failures=failures, unscored=unscored)
 
     def _remember(self, batch: Batch, asking: Sequence[int]) -> None:
         """Push every generation of the batch into the recent-generations cache, after the whole batch is scored."""

@@ -1,6 +1,6 @@
 """The registry of reward stages. A stage scores the questions of the given samples with one batched judge call
-and returns, per sample index, its value in [0, 1] and how many judge calls failed (those questions count as
-failed for the stage)."""
+and returns, per sample index, its value in [0, 1] (None: unscored) and how many judge calls failed (see
+``config.JudgeFailure`` for what a failure gives)."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from tasks.rewards.config import NEUTRAL
 from tasks.rewards.intents import intent_clusters, same_intent
 
 if TYPE_CHECKING:
@@ -36,7 +37,8 @@ class Batch:
 
 @dataclass(frozen=True)
 class StageOutcome:
-    value: float
+    value: float | None
+    """None: unscored (every judge call of the stage failed for this sample)."""
     failures: int = 0
 
 
@@ -57,18 +59,24 @@ def _flatten(batch: Batch, samples: Sequence[int]) -> tuple[list[int], list[str]
     return owners, [q for i in samples for q in batch.questions[i]]
 
 
-def _per_sample(samples: Sequence[int], owners: list[int], scores: list[float | None]) -> dict[int, StageOutcome]:
-    """Mean of the per-question scores of each sample; a ``None`` (judge failure) scores 0 and is counted."""
+def _per_sample(reward: StagedReward, stage: str, samples: Sequence[int], owners: list[int],
+                scores: list[float | None]) -> dict[int, StageOutcome]:
+    """Mean of the per-question scores of each sample. A ``None`` (judge failure) is counted in ``failures`` and,
+    under ``judge_failure: unscored``/``repair``, left out of the mean (a sample whose every question failed gets
+    ``value=None``: the stage is unscored); under ``neutral`` it scores the stage's neutral value."""
+    neutral = NEUTRAL[stage] if reward.cfg.judge_failure == "neutral" else None
     sums = dict.fromkeys(samples, 0.0)
     counts = dict.fromkeys(samples, 0)
     fails = dict.fromkeys(samples, 0)
     for owner, score in zip(owners, scores, strict=True):
-        counts[owner] += 1
         if score is None:
             fails[owner] += 1
-        else:
+            score = neutral
+        if score is not None:
+            counts[owner] += 1
             sums[owner] += score
-    return {i: StageOutcome(value=sums[i] / counts[i], failures=fails[i]) for i in samples if counts[i]}
+    return {i: StageOutcome(value=sums[i] / counts[i] if counts[i] else None, failures=fails[i])
+            for i in samples if counts[i] or fails[i]}
 
 
 @register("non_redundancy")
@@ -76,7 +84,8 @@ def non_redundancy(reward: StagedReward, batch: Batch, samples: Sequence[int]) -
     """1 − redundant/total: a question is redundant when the incomplete issue already answers it."""
     owners, questions = _flatten(batch, samples)
     flags = reward.judges.redundant(questions, [batch.incomplete[i] for i in owners]) if questions else []
-    return _per_sample(samples, owners, [None if f is None else float(not f) for f in flags])
+    return _per_sample(reward, "non_redundancy", samples, owners,
+                       [None if f is None else float(not f) for f in flags])
 
 
 @register("answerability")
@@ -85,7 +94,7 @@ def answerability(reward: StagedReward, batch: Batch, samples: Sequence[int]) ->
     owners, questions = _flatten(batch, samples)
     flags = reward.judges.answerable(questions, [batch.full[i] for i in owners], [batch.hints[i] for i in owners]) \
         if questions else []
-    return _per_sample(samples, owners, [None if f is None else float(f) for f in flags])
+    return _per_sample(reward, "answerability", samples, owners, [None if f is None else float(f) for f in flags])
 
 
 @register("task_relevance")
@@ -97,7 +106,7 @@ def task_relevance(reward: StagedReward, batch: Batch, samples: Sequence[int]) -
     known = reward.relevance.weights
     scores = [reward.relevance.of(lab) if lab is not None and (lab in known or lab == "irrelevant") else None
               for lab in (batch.labels[k] for k in keys)]
-    return _per_sample(samples, owners, scores)
+    return _per_sample(reward, "task_relevance", samples, owners, scores)
 
 
 def classify_questions(reward: StagedReward, batch: Batch, keys: Sequence[tuple[str, str]]) -> None:

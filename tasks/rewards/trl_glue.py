@@ -94,11 +94,13 @@ class TotalReward:
     def __init__(self, scorer: BatchScorer):
         self.scorer = scorer
 
-    def __call__(self, prompts: Sequence[Any], completions: Sequence[Any], **kwargs) -> list[float]:
+    def __call__(self, prompts: Sequence[Any], completions: Sequence[Any], **kwargs) -> list[float | None]:
+        """None for a completion whose every stage is unscored (TRL leaves it out)."""
         found = self.scorer.breakdowns(prompts, completions, kwargs)
         log_metric = kwargs.get("log_metric")
         if callable(log_metric):
             log_metric("reward/judge_failures", float(sum(sum(b.judge_failures.values()) for b in found)))
+            log_metric("reward/unscored", float(sum(len(b.unscored) for b in found)))
             log_metric("reward/questions_per_completion", sum(b.n_questions for b in found) / max(len(found), 1))
         return [b.total for b in found]
 

@@ -119,3 +119,38 @@ def episode_fallbacks(results: Iterable) -> dict[str, int]:
     """Fallbacks the methods counted in their episodes: the InterOPT selector's first-candidate fallback."""
     selector = sum(int(v) for r in results for k, v in r.episode.counters.items() if k.startswith("selector_fallback"))
     return {"or_question_selector": selector}
+
+
+def unit_failure_counts(units: Iterable, roles) -> list[RoleFailureCount]:
+    """Question-evaluation counts (evaluate@swe) from the computed or reused ``SweUnit`` records: per LLM role, its
+    failed requests over its requests in the units' usage; a role whose failures show only in the units (a failed
+    generation ``question_writer: provider: ...``, a unit role's ``role_failures``) counts failed units over units.
+    The same :func:`check_failure_rates` then gates it as it gates the episode evaluations."""
+    from tasks.roles.config import ROLE_NAMES
+
+    units = list(units)
+    requests: dict[str, int] = {}
+    failed: dict[str, int] = {}
+    in_units: dict[str, int] = {}
+    for unit in units:
+        for role, usage in unit.usage.items():
+            requests[role] = requests.get(role, 0) + int(getattr(usage, "requests", 0))
+            failed[role] = failed.get(role, 0) + int(getattr(usage, "failures", 0))
+        named = dict(unit.role_failures)
+        if unit.failure:
+            role = unit.failure.split(":", 1)[0].strip()
+            named[role] = named.get(role, 0) + 1
+        for role, n in named.items():
+            in_units[role] = in_units.get(role, 0) + (1 if n else 0)
+
+    def is_llm(role: str) -> bool:
+        return role not in ROLE_NAMES or roles.get(role).backend == "llm"
+
+    out = []
+    for role in sorted(set(requests) | set(in_units)):
+        if not is_llm(role):
+            continue
+        by_usage = RoleFailureCount(role=role, failures=failed.get(role, 0), total=requests.get(role, 0))
+        by_units = RoleFailureCount(role=role, failures=in_units.get(role, 0), total=len(units))
+        out.append(max(by_usage, by_units, key=lambda c: (c.rate, c.total)))
+    return out

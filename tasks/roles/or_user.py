@@ -126,6 +126,9 @@ class OpenUserInput(BaseModel):
     facts: list[SlotFact]
     transcript: list[TranscriptTurn] = []
     question: str
+    persona: str = ""
+    """LLM backend: how this user departs from a cooperative one (tasks/roles/personas.py); the local backend
+    ignores it (the episode loop rewrites its replies instead)."""
 
 
 class OpenUserOutput(BaseModel):
@@ -191,6 +194,8 @@ class ChoiceUserInput(BaseModel):
     options: dict[OptionId, str] = Field(description="The agent's options, keyed A, B, C.")
     allow_d: bool = Field(description="True under MC-D (the fixed option D is offered), False under MC.")
     d_option_text: str = FIXED_OPTION_D_TEXT
+    persona: str = ""
+    """As ``OpenUserInput.persona``."""
 
     @model_validator(mode="after")
     def _two_options(self) -> ChoiceUserInput:

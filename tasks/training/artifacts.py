@@ -19,7 +19,6 @@ from .profiles import TrainProfile
 ADAPTER_DIR = "adapter"
 LOG_HISTORY = "log_history.json"
 TRAINER_STATE = "trainer_state.json"
-TIMING = "timing.json"
 CARD = "README.md"
 LOSS_PNG = "loss.png"
 REWARDS_PNG = "rewards.png"
@@ -159,35 +158,49 @@ def write_plot_data(folder: Path, model_dir: Path, reward_names: Sequence[str] =
     return [folder / name for name in files]
 
 
-def write_logs(out_dir: Path, state: dict[str, Any], history: list[dict[str, Any]], seconds: float) -> None:
+def write_logs(out_dir: Path, state: dict[str, Any], history: list[dict[str, Any]]) -> None:
+    """The log history and trainer state; no wall-clock field, so an identical rerun writes identical bytes (the
+    flow records the run's seconds in ``data/metrics/timings/<stage>.json``, outside the DVC output)."""
     atomic_write_json(out_dir / LOG_HISTORY, history)
     atomic_write_json(out_dir / TRAINER_STATE, {**state, "log_history": history})
-    steps = max(int(state.get("global_step") or 0), 1)
-    atomic_write_json(out_dir / TIMING, {"seconds": round(seconds, 3), "seconds_per_step": round(seconds / steps, 3)})
 
 
 def _fmt(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.4f}"
 
 
+def method_label(kind: str, profile: TrainProfile, *, short: bool = False) -> str:
+    """How a stage trains: ``TRL GRPO + LoRA`` (short) / ``TRL GRPOTrainer + PEFT LoRA``, or CLARITI's update
+    (``grpo.update: reference_reinforce``) and ``full fine-tuning`` (``lora.enabled`` false) where chosen."""
+    if kind == "grpo" and profile.grpo.update == "reference_reinforce":
+        trainer = "REINFORCE, group-mean baseline, KL in reward (CLARITI's update)"
+    elif short:
+        trainer = f"TRL {kind.upper()}"
+    else:
+        trainer = f"TRL {'SFTTrainer' if kind == 'sft' else 'GRPOTrainer'}"
+    tuning = ("LoRA" if short else "PEFT LoRA") if profile.lora.enabled else "full fine-tuning"
+    return f"{trainer} + {tuning}"
+
+
 def model_card(result: TrainResult, profile: TrainProfile, n_logged: int) -> str:
     """A README for the output folder; no dates or timings, so identical reruns give identical text."""
     settings = profile.sft if result.kind == "sft" else profile.grpo
+    what = "LoRA adapter" if profile.lora.enabled else "fully fine-tuned model"
     lines = [
-        f"# clarifyflow questioner: {result.kind.upper()} LoRA adapter",
+        f"# clarifyflow questioner: {result.kind.upper()} {what}",
         "",
-        "A LoRA adapter that turns an incomplete software issue into a numbered list of clarifying questions.",
+        f"A {what} that turns an incomplete software issue into a numbered list of clarifying questions.",
         "",
         "| | |",
         "|---|---|",
         f"| base model | `{result.base_model}` |",
-        f"| method | TRL {'SFTTrainer' if result.kind == 'sft' else 'GRPOTrainer'} + PEFT LoRA |",
+        f"| method | {method_label(result.kind, profile)} |",
         f"| profile | `{result.profile}` |",
         f"| training rows | {result.n_rows} |",
         f"| optimiser steps | {result.steps} |",
         f"| trainable parameters | {result.trainable_params:,} |",
         (f"| LoRA | r={profile.lora.r}, alpha={profile.lora.alpha}, dropout={profile.lora.dropout}, "
-         f"targets {', '.join(profile.lora.target_modules)} |"),
+         f"targets {', '.join(profile.lora.target_modules)} |") if profile.lora.enabled else "| LoRA | none |",
         f"| dtype | {profile.dtype}{' (bf16 mixed precision)' if profile.bf16 else ''} |",
         f"| seed | {profile.seed} |",
         f"| final loss | {_fmt(result.final_loss)} |",
@@ -211,7 +224,6 @@ def model_card(result: TrainResult, profile: TrainProfile, n_logged: int) -> str
         f"- `{ADAPTER_DIR}/`: the adapter (`adapter_config.json`, `adapter_model.safetensors`) and the tokenizer",
         f"- `{LOG_HISTORY}`: {n_logged} log entries (no wall-clock fields); `{TRAINER_STATE}`: trainer state",
         f"- `{LOSS_PNG}`" + (f", `{REWARDS_PNG}`" if result.kind == "grpo" else "") + ": training curves",
-        f"- `{TIMING}`: wall-clock seconds (the only run-dependent file)",
         "",
         "Load it with `tasks.training.policy.LocalPolicy.from_adapter(base, adapter_dir)`.",
         "",

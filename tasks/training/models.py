@@ -16,7 +16,7 @@ from .profiles import SMOLLM2, TrainProfile
 def resolve_model_path(model: str | Path) -> str:
     """A loadable name or folder: the SmolLM2 sentinel becomes its local conversion (converted on first use)."""
     if str(model) == SMOLLM2:
-        from tasks.llm.providers.smollm2 import convert
+        from tasks.llm.smollm2_weights import convert
 
         return str(convert())
     return str(model)

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import json
 import re
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
@@ -200,6 +199,12 @@ def stacked_on(adapter_dir: Path) -> list[Path]:
     return folders
 
 
+def is_full_model(folder: Path) -> bool:
+    """A fully fine-tuned model folder (``lora.enabled`` false): ``config.json`` and no ``adapter_config.json``."""
+    folder = Path(folder)
+    return (folder / "config.json").is_file() and not (folder / "adapter_config.json").is_file()
+
+
 def read_adapter_config(adapter_dir: Path) -> dict:
     """``adapter_dir/adapter_config.json`` as a dict; an InputError naming the file when missing or corrupt."""
     from tasks.store import read_json_object
@@ -212,7 +217,10 @@ def read_adapter_config(adapter_dir: Path) -> dict:
 
 
 def adapter_base(adapter_dir: Path) -> str:
-    """The base recorded in an adapter written by :mod:`tasks.training.trainers`."""
+    """The base recorded in an adapter written by :mod:`tasks.training.trainers`; a fully fine-tuned model folder
+    is its own base."""
+    if is_full_model(adapter_dir):
+        return str(adapter_dir)
     config = Path(adapter_dir) / "adapter_config.json"
     base = read_adapter_config(adapter_dir).get("base_model_name_or_path")
     if not base:
@@ -270,6 +278,8 @@ class LocalPolicy:
     def _from_adapter(cls, base, adapter_dir, *, tokenizer, dtype, device, merge, system_prompt, chat_template_kwargs,
                       **generation: Any) -> LocalPolicy:
         adapter = Path(adapter_dir) if adapter_dir is not None else None
+        if adapter is not None and is_full_model(adapter):  # fully fine-tuned: the folder is the whole model
+            base, adapter = adapter, None
         if base is None:
             if adapter is None:
                 raise InputError("policy", "give a base model, an adapter folder, or both", field="base")

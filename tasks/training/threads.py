@@ -1,12 +1,16 @@
-"""torch's intra-op thread count, chosen from the cores that are actually free.
+"""torch's intra-op thread count: every usable core by default, fixed for the whole process.
 
-torch takes every core by default. On a machine shared with other work (a pipeline stage, another evaluation) that
-oversubscribes the CPU and generation slows far more than the share of cores lost: each matmul waits for its slowest
-thread. :func:`configure_torch_threads` is called once where a policy loads and where training starts. The setting
-is ``auto`` (the default: :func:`free_cores`, the usable cores less the runnable threads of other processes,
-sampled over half a second) or a thread
-count, from the argument or ``$CLARIFYFLOW_TORCH_THREADS`` (the environment wins, so a benchmark or a user can pin
-it). The choice is printed once to stderr.
+:func:`configure_torch_threads` is called once where a policy loads and where training starts. The setting is
+``cores`` (the default: every core this process may run on), ``auto`` (:func:`free_cores`: the usable cores less the
+runnable threads of other processes, sampled once, at the start) or a thread count, from the argument or
+``$CLARIFYFLOW_TORCH_THREADS`` (the environment wins, so a benchmark or a user can pin it). The choice is printed once
+to stderr.
+
+Why ``cores`` and not ``auto``: a stage's figures depend on its thread count (float sums split differently), so a
+count chosen from the load of the moment made two runs of the same code publish different losses and adapters; and
+``auto`` decided once, from one glimpse of the machine, so a stage that started next to a passing job ran on one
+thread after that job ended. ``benchmarks/torch_threads.py`` measures all the cores against fewer, alone and beside
+one CPU-bound job (``benchmarks/results/torch_threads/threads.json``).
 """
 
 from __future__ import annotations
@@ -101,29 +105,34 @@ def free_cores(cores: int | None = None, others: float | None = None) -> int:
 
 
 def parse_setting(setting: str | int | None) -> int | None:
-    """``auto``/None/empty -> None (choose from the free cores); a positive integer -> itself; else ValueError."""
+    """``auto``/None/empty -> None (choose from the free cores); a positive integer -> itself; else ValueError
+    (``cores`` is read by :func:`configure_torch_threads`)."""
     if setting is None or (isinstance(setting, str) and setting.strip().lower() in ("", "auto")):
         return None
     try:
         value = int(setting)
     except ValueError:
-        raise ValueError(f"torch threads: expected 'auto' or a positive integer, got {setting!r}") from None
+        raise ValueError(f"torch threads: expected 'cores', 'auto' or a positive integer, got {setting!r}") from None
     if value < 1:
-        raise ValueError(f"torch threads: expected 'auto' or a positive integer, got {setting!r}")
+        raise ValueError(f"torch threads: expected 'cores', 'auto' or a positive integer, got {setting!r}")
     return value
 
 
-def configure_torch_threads(setting: str | int | None = "auto", *, force: bool = False) -> int:
+def configure_torch_threads(setting: str | int | None = "cores", *, force: bool = False) -> int:
     """Set ``torch.set_num_threads`` once per process and return the count (later calls return the first choice
     unless ``force``). ``$CLARIFYFLOW_TORCH_THREADS`` overrides ``setting``."""
     global _chosen
     if _chosen is not None and not force:
         return _chosen
     env = os.environ.get(ENV)
-    fixed = parse_setting(env if env not in (None, "") else setting)
+    raw = env if env not in (None, "") else setting
+    every_core = isinstance(raw, str) and raw.strip().lower() == "cores"
+    fixed = usable_cores() if every_core else parse_setting(raw)
     import torch
 
-    if fixed is not None:
+    if every_core:
+        threads, why = fixed, "every usable core" + (f" (${ENV}={env})" if env else "")
+    elif fixed is not None:
         threads, why = fixed, f"${ENV}={env}" if env else "configured"
     else:
         cores, others = usable_cores(), other_load()

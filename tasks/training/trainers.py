@@ -187,6 +187,10 @@ def _model_source(model: Any) -> str | None:
 
 
 def _save_adapter(trainer: Any, tokenizer: Any, folder: Path, base_source: str | None, label: str) -> None:
+    if not hasattr(trainer.model, "peft_config"):  # full fine-tuning (lora.enabled false): the whole model
+        trainer.model.save_pretrained(str(folder))
+        tokenizer.save_pretrained(str(folder))
+        return
     trainer.model.save_pretrained(str(folder), save_embedding_layers=False)
     tokenizer.save_pretrained(str(folder))
     (folder / "README.md").unlink(missing_ok=True)  # PEFT's generic card; ours sits one level up
@@ -226,7 +230,7 @@ def _finish(
     main = is_main_process()  # in a multi-process launch only rank 0 writes
     if main:
         _save_adapter(trainer, tokenizer, staging / artifacts.ADAPTER_DIR, _model_source(model), label)
-        artifacts.write_logs(staging, _state(trainer), history, seconds)
+        artifacts.write_logs(staging, _state(trainer), history)
         for name, record in (records or {}).items():  # published with the adapter, never without it
             atomic_write_json(staging / name, record)
     plots = artifacts.write_plots(staging, history, reward_names) if main else []
@@ -292,7 +296,8 @@ def train_sft(
             max_length=s.max_length, warmup_steps=s.warmup_steps, logging_steps=s.logging_steps,
         )
         trainer = SFTTrainer(model=model, args=args, train_dataset=Dataset.from_list(rows),
-                             processing_class=tokenizer, peft_config=_lora_config(profile),
+                             processing_class=tokenizer,
+                             peft_config=_lora_config(profile) if profile.lora.enabled else None,
                              callbacks=[progress_callback("sft")])
         seconds = _run(trainer)
         result = _finish(trainer, tokenizer, staging, out_dir, kind="sft", model=model_path_or_model, label=label,
@@ -314,7 +319,8 @@ def train_grpo(
     check: Callable[[Path], None] | None = None,
     heldout: Any | None = None,
 ) -> TrainResult:
-    """LoRA GRPO; every reward function is logged as ``rewards/<__name__>/mean``.
+    """GRPO (LoRA; every weight with ``lora.enabled`` false); each reward function is logged as
+    ``rewards/<__name__>/mean``.
 
     Rows carry ``prompt`` (text or messages) plus any extra columns, which reach each reward function as keyword
     lists aligned with the completions: ``f(prompts=, completions=, completion_ids=, **columns, trainer_state=,
@@ -322,7 +328,8 @@ def train_grpo(
     profile's) sets each function's share of the advantage, e.g. 0 for the per-stage rewards and 1 for the gated
     total: zero-weight functions are still computed and logged. ``records`` and ``check`` as for :func:`train_sft`.
     ``heldout``: a :func:`tasks.training.heldout.heldout_callback`; its curve is published with the adapter
-    (``heldout_curve.json``, ``heldout.png``).
+    (``heldout_curve.json``, ``heldout.png``). ``grpo.update: reference_reinforce`` trains with CLARITI's update
+    (:func:`tasks.training.reinforce.train_reinforce`) instead of TRL's GRPOTrainer, same inputs and output files.
     """
     profile, out_dir = _profile(profile), Path(out_dir)
     rows = check_grpo_rows(dataset_rows)
@@ -332,6 +339,11 @@ def train_grpo(
     names = [reward_name(f) for f in funcs]
     weights = resolve_reward_weights(
         names, reward_weights if reward_weights is not None else profile.grpo.reward_weights)
+    if profile.grpo.update == "reference_reinforce":
+        from .reinforce import train_reinforce
+
+        return train_reinforce(model_path_or_model, tokenizer, rows, funcs, profile, out_dir, names=names,
+                               weights=weights, records=records, check=check, heldout=heldout)
     from datasets import Dataset
     from transformers import set_seed
     from trl import GRPOConfig, GRPOTrainer
@@ -354,7 +366,8 @@ def train_grpo(
             chat_template_kwargs=dict(profile.chat_template_kwargs) or None, log_completions=False, **vllm,
         )
         trainer = GRPOTrainer(model=model, reward_funcs=funcs, args=args, train_dataset=Dataset.from_list(rows),
-                              processing_class=tokenizer, peft_config=_lora_config(profile),
+                              processing_class=tokenizer,
+                              peft_config=_lora_config(profile) if profile.lora.enabled else None,
                               callbacks=[progress_callback("grpo"), *([heldout] if heldout is not None else [])])
         seconds = _run(trainer)
         if heldout is not None and is_main_process():

@@ -79,6 +79,26 @@ def _check_weights(path: Path, artifact: str) -> None:
         raise GateError(artifact, f"adapter_model.safetensors holds no LoRA A/B pair ({len(tensors)} tensors)")
 
 
+def check_full_model(folder: Path, *, artifact: str) -> None:
+    """GateError naming ``artifact`` unless ``folder`` holds a model config and finite safetensors weights."""
+    folder = Path(folder)
+    if not (folder / "config.json").is_file():
+        raise GateError(artifact, "config.json missing (full fine-tuning writes a whole model)")
+    files = sorted(folder.glob("model*.safetensors"))
+    if not files:
+        raise GateError(artifact, "model.safetensors missing")
+    from safetensors.torch import load_file
+
+    for path in files:
+        try:
+            tensors = load_file(str(path))
+        except Exception as err:  # noqa: BLE001 - safetensors raises its own error types for a garbled file
+            raise GateError(artifact, f"{path.name} unreadable: {_first_line(err)}") from None
+        for name, tensor in tensors.items():
+            if not bool(tensor.float().isfinite().all()):
+                raise GateError(artifact, f"{path.name}: tensor {name} has non-finite values")
+
+
 def smoke_generate(adapter_dir: Path, base: Any, *, artifact: str, tokenizer: Any | None = None,
                    max_new_tokens: int = 4) -> str:
     """Load ``base`` + the adapter (stacked ones first), generate a few greedy tokens from one prompt; GateError on
@@ -104,6 +124,11 @@ def adapter_gate(profile: Any, artifact: str) -> Callable[[Path], None]:
 
     def check(staging: Path) -> None:
         adapter = Path(staging) / ADAPTER_DIR
+        if not profile.lora.enabled:  # full fine-tuning: a whole model, loaded on its own
+            check_full_model(adapter, artifact=artifact)
+            if profile.use_cpu:
+                smoke_generate(adapter, None, artifact=artifact)
+            return
         check_adapter(adapter, base_model={profile.model, model_label(profile.model)}, r=profile.lora.r,
                       lora_alpha=profile.lora.alpha, target_modules=list(profile.lora.target_modules),
                       artifact=artifact)

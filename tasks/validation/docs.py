@@ -1,4 +1,9 @@
-"""Render GX Data Docs for the published artifacts: re-validate each one and build the static HTML site (offline).
+"""Render GX Data Docs of every gate's latest result, as the pipeline wrote it, into a static HTML site (offline).
+
+Each gate saves its latest result under ``.cache/gx/results/`` (``tasks.validation.gate.write_result``); this puts
+every one of them into a file-backed GX context's validation store and builds the site from that, so the pages show
+what the stages found when they ran: nothing is validated again, and an artifact changed by hand since is not
+re-checked here (rerun its stage). One line per result is printed as well.
 
 GX's page templates (great_expectations 1.24) inline GX's stylesheet but take Bootstrap, bootstrap-table, the
 datepicker, Font Awesome, jQuery, Popper and Vega from CDNs; ``make setup`` vendors those files from npm
@@ -22,20 +27,8 @@ from pathlib import Path
 from typing import Any
 
 INDEX = Path("gx") / "uncommitted" / "data_docs" / "local_site" / "index.html"
-DATASOURCE = "published"
 REMOTE_IMAGES = re.compile(r'https://great-expectations-web-assets\.s3\.us-east-2\.amazonaws\.com/([\w.-]+)(\?[^"\']*)?')
 """GX's remote copy of the images its package ships under ``static/images`` (top_navbar.j2: the logo)."""
-
-
-@dataclass
-class Artifact:
-    name: str
-    suite: str
-    frame: Any
-
-    @property
-    def slug(self) -> str:
-        return self.name.replace("/", "_")
 
 
 @dataclass
@@ -56,41 +49,6 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-def published_artifacts(root: Path) -> list[Artifact]:
-    import pandas as pd
-
-    from tasks.domains import ConstructResult, domain_names, get_domain
-    from tasks.records import Case
-    from tasks.store import read_jsonl
-
-    found = []
-    for name in domain_names():
-        path = root / "data" / "cases" / name / "cases.jsonl"
-        if path.is_file():
-            result = ConstructResult(cases=read_jsonl(path, Case), metrics={})
-            suite, frame = get_domain(name).validation_table(result)
-            found.append(Artifact(f"data/cases/{name}", suite, frame))
-    metrics = root / "data" / "report" / "metrics.json"
-    if metrics.is_file():
-        values = json.loads(metrics.read_text(encoding="utf-8"))
-        backends = _backends(root / "data" / "metrics" / "stages")
-        rows = [{"key": k, "value": v, "backend": backends.get(k, "unspecified")} for k, v in values.items()]
-        found.append(Artifact("data/report", "report_metrics", pd.DataFrame(rows, columns=["key", "value", "backend"])))
-    return found
-
-
-def _backends(stages: Path) -> dict[str, str]:
-    from tasks.errors import InputError
-    from tasks.reports import flatten, load_stage_metrics
-
-    if not stages.is_dir():
-        return {}
-    try:
-        return {row["key"]: row["backend"] for row in flatten(load_stage_metrics(stages))}
-    except InputError:
-        return {}
-
-
 def file_context(root: Path) -> Any:
     os.environ["GX_ANALYTICS_ENABLED"] = "false"
     logging.getLogger("great_expectations").setLevel(logging.WARNING)
@@ -105,34 +63,60 @@ def file_context(root: Path) -> Any:
     return ctx
 
 
-def validate_with_docs(ctx: Any, artifacts: list[Artifact]) -> list[Outcome]:
-    import great_expectations as gx
-    from great_expectations.checkpoint import UpdateDataDocsAction
+RESULTS = Path(".cache") / "gx" / "results"
 
-    from tasks.validation.suites import build_suite
 
-    source = ctx.data_sources.add_or_update_pandas(DATASOURCE)
+def stored_results(root: Path) -> list[tuple[Path, dict]]:
+    """Every saved gate result (``.cache/gx/results/*.json``), sorted by file name; unreadable files are skipped with a
+    line on stderr."""
+    folder = root / RESULTS
+    found = []
+    for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
+        try:
+            raw = json.loads(path.read_text(encoding="utf-8"))
+            if not isinstance(raw, dict) or "suite_name" not in raw:
+                raise ValueError("not a GX validation result")
+        except (ValueError, UnicodeDecodeError) as exc:
+            print(f"skipped {path.relative_to(root).as_posix()}: {exc}", file=sys.stderr)
+            continue
+        found.append((path, raw))
+    return found
+
+
+def _outcome(path: Path, raw: dict) -> Outcome:
+    from tasks.validation.gate import ARTIFACT_KEY
+
+    artifact = (raw.get("meta") or {}).get(ARTIFACT_KEY) or path.stem.split("__")[0]
+    stats = raw.get("statistics") or {}
+    return Outcome(artifact, str(raw["suite_name"]), bool(raw.get("success")),
+                   int(stats.get("successful_expectations", 0)), int(stats.get("evaluated_expectations", 0)))
+
+
+def docs_from_results(ctx: Any, results: list[tuple[Path, dict]]) -> list[Outcome]:
+    """Store each saved result in the context's validation store (run time = when the stage wrote it) and build
+    the site; nothing is validated again."""
+    from datetime import UTC, datetime
+
+    from great_expectations.core import ExpectationSuiteValidationResult
+    from great_expectations.core.run_identifier import RunIdentifier
+    from great_expectations.data_context.types.resource_identifiers import (
+        ExpectationSuiteIdentifier,
+        ValidationResultIdentifier,
+    )
+
     outcomes = []
-    for art in artifacts:
-        suite = ctx.suites.add_or_update(build_suite(art.suite))
-        asset = source.add_dataframe_asset(art.slug)
-        batch = asset.add_batch_definition_whole_dataframe(f"{art.slug}_whole")
-        vdef = ctx.validation_definitions.add_or_update(gx.ValidationDefinition(name=art.slug, data=batch, suite=suite))
-        checkpoint = ctx.checkpoints.add_or_update(
-            gx.Checkpoint(
-                name=f"docs_{art.slug}",
-                validation_definitions=[vdef],
-                actions=[UpdateDataDocsAction(name="update_docs")],
-                result_format="SUMMARY",
-            )
-        )
-        result = checkpoint.run(batch_parameters={"dataframe": art.frame})
-        for res in result.run_results.values():
-            stats = res.statistics
-            outcomes.append(
-                Outcome(art.name, art.suite, bool(res.success), int(stats["successful_expectations"]),
-                        int(stats["evaluated_expectations"]))
-            )
+    for path, raw in results:
+        outcome = _outcome(path, raw)
+        result = ExpectationSuiteValidationResult(
+            success=bool(raw.get("success")), results=raw.get("results") or [], suite_name=outcome.suite,
+            statistics=raw.get("statistics") or {}, meta=raw.get("meta") or {},
+            suite_parameters=raw.get("suite_parameters") or {})
+        written = datetime.fromtimestamp(path.stat().st_mtime, tz=UTC)
+        key = ValidationResultIdentifier(expectation_suite_identifier=ExpectationSuiteIdentifier(name=outcome.suite),
+                                         run_id=RunIdentifier(run_name=path.stem, run_time=written),
+                                         batch_identifier=outcome.artifact.replace("/", "_"))
+        ctx.validation_results_store.set(key, result)
+        outcomes.append(outcome)
     ctx.build_data_docs()
     return outcomes
 
@@ -163,20 +147,20 @@ def main(argv: list[str] | None = None) -> int:
     from tasks.validation.docs_assets import VENDOR, localise_assets
 
     root = repo_root()
-    artifacts = published_artifacts(root)
-    if not artifacts:
-        print("nothing to document: run `make run` first")
+    results = stored_results(root)
+    if not results:
+        print(f"nothing to document: no gate results in {RESULTS.as_posix()}/ (run `make run` first)")
         return 1
-    outcomes = validate_with_docs(file_context(root), artifacts)
+    outcomes = docs_from_results(file_context(root), results)
     localise_images(root / INDEX.parent)
     changed, left = localise_assets(root / INDEX.parent, root / VENDOR)
-    print(f"data docs: {INDEX.as_posix()}")
+    print(f"data docs: {INDEX.as_posix()} ({len(outcomes)} gate results, each the latest the pipeline wrote)")
     if left:
         print(f"  {left} stylesheet/script links stay on CDNs ({changed} served from the site): "
               "`python -m tasks.validation.docs_assets` vendors them")
     for outcome in outcomes:
         print(outcome.line())
-    failed = [o.artifact for o in outcomes if not o.success]
+    failed = [f"{o.artifact} ({o.suite})" for o in outcomes if not o.success]
     if failed:
         print(f"validation failed for {', '.join(failed)}; the docs show the failures")
     return 0

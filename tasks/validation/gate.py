@@ -1,7 +1,7 @@
 """Run a suite over a table; raise :class:`GateError` with a readable summary when it fails.
 
-Validation results are also saved as JSON under ``.cache/gx/results/`` so ``make docs`` can render them as
-GX Data Docs without re-running the stages.
+Each gate's latest result is also saved as JSON under ``.cache/gx/results/`` (:func:`write_result`), so the report and
+``make docs`` show every gate's latest result without validating anything again.
 """
 
 from __future__ import annotations
@@ -107,11 +107,26 @@ def validate(suite_name: str, frame: Any, **options: Any) -> GateReport:
     )
 
 
+ARTIFACT_KEY = "clarifyflow_artifact"
+"""Where a saved result names its artifact (in GX's ``meta``)."""
+
+
+def write_result(results_dir: Path, artifact: str, suite_name: str, raw: dict) -> Path:
+    """Save a gate's latest result as ``<artifact with / as _>__<suite>.json``, one file per (artifact, suite), so two
+    gates on one artifact (a domain's suite and ``case_splits``) both keep theirs; the file written before results
+    were kept per suite (``<artifact>.json``) is removed."""
+    slug = artifact.replace("/", "_")
+    path = results_dir / f"{slug}__{suite_name}.json"
+    atomic_write_json(path, {**raw, "meta": {**(raw.get("meta") or {}), ARTIFACT_KEY: artifact}})
+    (results_dir / f"{slug}.json").unlink(missing_ok=True)
+    return path
+
+
 def gate(suite_name: str, frame: Any, *, artifact: str, results_dir: Path | None = None, **options: Any) -> GateReport:
     """Validate and raise on failure; the caller publishes only after this returns. ``options`` reach the suite."""
     report = validate(suite_name, frame, **options)
     if results_dir is not None:
-        atomic_write_json(Path(results_dir) / f"{artifact.replace('/', '_')}.json", report.raw)
+        write_result(Path(results_dir), artifact, suite_name, report.raw)
     if not report.success:
         raise GateError(artifact, report.summary())
     return report

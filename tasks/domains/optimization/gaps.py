@@ -24,16 +24,24 @@ from functools import lru_cache
 
 from tasks.clarifiers.gaps import BriefFacts, GapCandidate
 
-OBJECTIVE_CUE = re.compile(r"\b(minimi[sz]\w*|maximi[sz]\w*|objective|as (low|high|much|little|few) as possible|"
-                           r"(the )?(cheapest|lowest-cost|least-cost|most profitable) (plan|mix|recipe|schedule|way)|"
-                           r"goal is)\b", re.IGNORECASE)
-DEMAND_CUE = re.compile(r"\b(demands?|orders?|requirements?|required|needs?|booked|forecast|requests?)\b",
+# The agents' own lexicon (issue 40): written from the OR-Clarify gap taxonomy (or-clarify.md §6.2: objective /
+# trade-off / success criterion; demand and fulfilment policy; integrality of the decisions), sharing no term with
+# the decomposer's cue lists that choose what to hide (tasks/construction/decompose.py CUES; checked by
+# tests/test_cue_vocabulary.py). A brief that states its goal only as "maximise profit" is therefore not read as
+# settling the objective: the agents ask, as they would of any brief whose aim they cannot see in their own words.
+OBJECTIVE_CUE = re.compile(r"\b(cheapest|costliest|priciest|fewest|optim(al|um|ally|is\w*|iz\w*)|profitab\w*|"
+                           r"lucrativ\w*|trade-?offs?|success (criterion|criteria|measure)|judged (by|on)|"
+                           r"bottom line|best (outcome|result|combination|mix|schedule)|"
+                           r"lowest (spend|outlay|expense\w*|bill)|highest (return|earnings|margin|income|payoff))\b",
+                           re.IGNORECASE)
+DEMAND_CUE = re.compile(r"\b(demands?|orders?|requirements?|needs?|booked|forecast|requests?)\b",
                         re.IGNORECASE)
-DEMAND_POLICY_CUE = re.compile(r"\b(backlog\w*|lost|shortfall|in full|must (be )?(met|delivered|satisf\w+)|"
-                               r"unmet|late)\b", re.IGNORECASE)
+DEMAND_POLICY_CUE = re.compile(r"\b(backlog\w*|lost|shortfall|in full|fulfil\w*|unmet|late|delivered on time)\b",
+                               re.IGNORECASE)
 TIME_UNITS = ("hour", "shift", "day", "week", "month", "quarter", "season", "year", "period", "stage")
 TIME_CUE = re.compile(r"\b(" + "|".join(TIME_UNITS) + r")s?\b", re.IGNORECASE)
-INTEGER_CUE = re.compile(r"\b(whole|integer|integral|indivisible|number of (trucks|people|workers|machines|trips))\b",
+INTEGER_CUE = re.compile(r"\b(integral|indivisible|discrete|fractional|"
+                         r"number of (trucks|people|workers|machines|trips))\b",
                          re.IGNORECASE)
 TABLE_ROW = re.compile(r"^\|\s*([^|]+?)\s*\|")
 NAMED = re.compile(r"\b((?:Product|Plant|Machine|Warehouse|Project|Factory|Line|Site|Route|Store|Crop|Model|Type|"
@@ -70,7 +78,7 @@ SHORT_LABEL = re.compile(r"^(?:[A-Z]\d?|[IVX]{1,4}|\d{1,2})$")
 LIST_ITEM = r"[A-Za-z][\w\-]*(?: [A-Za-z][\w\-]*){0,2}"
 ENUMERATION = re.compile(rf"\b({LIST_ITEM})((?:, {LIST_ITEM}){{1,8}}),? (?:and|or) ({LIST_ITEM})\b")
 COMMA_LIST = re.compile(rf"(?<=: )({LIST_ITEM}(?:, {LIST_ITEM}){{2,8}})(?=[.;\n]|$)", re.MULTILINE)
-SELECTION_CUE = re.compile(r"\b(select\w*|choos\w*|chosen|pick\w*|hire\w*|take|taken|assign\w*|include\w*|"
+SELECTION_CUE = re.compile(r"\b(select\w*|choos\w*|chosen|pick\w*|hire\w*|take|assign\w*|include\w*|"
                            r"which (one|ones|of)|whether to)\b", re.IGNORECASE)
 SEQUENCE_CUE = re.compile(r"\b(machines?|process(es)?|stages?|steps?|operations?|workstations?|vats?|stations?|"
                           r"routes?|sequence)\b", re.IGNORECASE)

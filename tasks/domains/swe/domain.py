@@ -143,25 +143,30 @@ def load_swebench(path_or_name: str | None, split: str, root: Path) -> list[Issu
     missing = [c for c in ("instance_id", "problem_statement") if c not in dataset.column_names]
     if missing:
         raise InputError(path_or_name, "missing column", field=missing[0])
-    issues = []
-    for idx, row in enumerate(dataset, start=1):
-        where = f"row {idx} ({row.get('instance_id', '')})"
-        spans, present = (None, None)
-        if row.get("category_mapping"):
-            spans, present = parse_category_mapping(row["category_mapping"], path=Path(path_or_name), record=where)
-        data = {
-            "instance_id": row["instance_id"],
-            "repo": str(row.get("repo") or ""),
-            "version": str(row.get("version") or ""),
-            "created_at": str(row.get("created_at") or ""),
-            "text": row["problem_statement"] or "",
-            "hints_text": row.get("hints_text") or "",
-            "spans": spans,
-            "present": present,
-        }
-        issues.append(store.parse_record(IssueRecord, data, path=Path(path_or_name), record=where))
+    issues = [swebench_issue(row, Path(path_or_name), f"row {idx} ({row.get('instance_id', '')})")
+              for idx, row in enumerate(dataset, start=1)]
     check_unique(issues, Path(path_or_name))
     return issues
+
+
+def swebench_issue(row: dict, path: Path, where: str) -> IssueRecord:
+    """One SWE-bench dataset row as an issue record (its commits kept for the harness export)."""
+    spans, present = (None, None)
+    if row.get("category_mapping"):
+        spans, present = parse_category_mapping(row["category_mapping"], path=path, record=where)
+    data = {
+        "instance_id": row["instance_id"],
+        "repo": str(row.get("repo") or ""),
+        "version": str(row.get("version") or ""),
+        "created_at": str(row.get("created_at") or ""),
+        "text": row["problem_statement"] or "",
+        "hints_text": row.get("hints_text") or "",
+        "base_commit": str(row.get("base_commit") or ""),
+        "environment_setup_commit": str(row.get("environment_setup_commit") or ""),
+        "spans": spans,
+        "present": present,
+    }
+    return store.parse_record(IssueRecord, data, path=path, record=where)
 
 
 def source_path(cfg: SweConstructParams, root: Path) -> Path | None:
@@ -315,10 +320,15 @@ def mask_issue(issue: IssueRecord, cfg: SweConstructParams) -> tuple[list[Case],
                 present_categories=present,
                 hidden_categories=list(hidden),
                 visible_categories=[c for c in present if c not in hidden],
-                extra={"repo": issue.repo, "version": issue.version},
+                extra={"repo": issue.repo, "version": issue.version, **swebench_commits(issue)},
             )
         )
     return cases, notes
+
+
+def swebench_commits(issue: IssueRecord) -> dict[str, str]:
+    """The SWE-bench commits an issue carries, for the harness export (only those given: no empty keys)."""
+    return {k: v for k in ("base_commit", "environment_setup_commit") if (v := getattr(issue, k))}
 
 
 def mask_chunk(issues: list[dict], cfg: dict) -> dict:
@@ -458,6 +468,8 @@ class SweDomain:
         usage: Counter = Counter()
         for part, state in tqdm(parts, total=len(calls), desc="annotate swe", unit="chunk", leave=False):
             stats.add_state(state)
+            if part["failures"]:  # only successes stay cached: a rerun retries this chunk's failed calls
+                caching.forget_result(state)
             done.update((i["instance_id"], i) for i in part["issues"])
             failures.extend(part["failures"])
             usage.update({k: v for k, v in part["usage"].items() if isinstance(v, int | float)})

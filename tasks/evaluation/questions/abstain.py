@@ -7,7 +7,9 @@ its sampled lists is that list's reward; the abstaining variant of a method, ``<
 method's own units without generating again: each case under the threshold (or without a scored list) gets no
 questions, no reward (it counts 0 in ``reward_mean``) and ``information_insufficient``, every other case keeps its
 list. The variants are evaluated like any method (their rows, metrics and bridge exports, where the flag travels
-with the task), and :func:`abstention_block` sets each beside its method: the abstention rate, and what abstaining
+with the task) but are *reference* rows, never ranked (:data:`REFERENCE`): the decision to abstain reads the staged
+reward, whose answerability and relevance judges read the full issue. :func:`abstention_block` sets each beside its
+method: the abstention rate, and what abstaining
 costs or saves in hidden-category recall, weighted recovery, reward and questions.
 """
 
@@ -20,6 +22,17 @@ from pydantic import BaseModel, ConfigDict, Field
 
 SUFFIX = "+abstain"
 FLAG = "information insufficient"
+REFERENCE_READS = ("the full issue, through its method's staged reward (answerability and relevance judges): "
+                   "abstains where that reward is under the threshold")
+
+
+def reference(name: str):
+    """A ``+abstain`` variant's :class:`~tasks.records.MethodReference` (privileged), or None for any other name."""
+    from tasks.records import MethodReference
+
+    return MethodReference(kind="privileged", reads=REFERENCE_READS) if name.endswith(SUFFIX) else None
+
+
 COMPARED = ("hidden_recall", "weighted_recovery", "reward_mean", "questions_per_issue")
 """The method metrics set side by side (asking vs abstaining)."""
 
@@ -36,8 +49,11 @@ class AbstainSettings(BaseModel):
 
 
 def abstains(unit: Any, threshold: float) -> bool:
-    """Whether the questioner abstains on this (evaluated) unit: no scored list, or its reward under ``threshold``."""
-    return unit.skipped is None and (unit.reward is None or unit.reward.total < threshold)
+    """Whether the questioner abstains on this (evaluated) unit: no scored list, or its reward under ``threshold``
+    (a list whose every stage is unscored has no reward to compare: it does not abstain)."""
+    if unit.skipped is not None:
+        return False
+    return unit.reward is None or (unit.reward.total is not None and unit.reward.total < threshold)
 
 
 def abstaining_unit(unit: Any, threshold: float) -> Any:

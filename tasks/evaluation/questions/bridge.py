@@ -3,8 +3,8 @@
 Export (:func:`export_clarified`): per method, one row per evaluated case::
 
     {"instance_id": <SWE-bench instance id>, "problem_statement": <clarified issue>, "repo": ..., "version": ...,
-     "base_commit": ... (when known), "hints_text": <the issue's hints>, "clarifyflow_case_id": ...,
-     "clarifyflow_method": ...}
+     "base_commit": ..., "environment_setup_commit": ... (each when known), "hints_text": <the issue's hints>,
+     "clarifyflow_case_id": ..., "clarifyflow_method": ...}
 
 The clarified issue is the incomplete issue followed by a delimited section with every question and the simulated
 user's reply (unanswered ones included, as "I don't have that information."); :func:`split_clarified` reverses it.
@@ -50,6 +50,7 @@ class ExportRow(BaseModel):
     repo: str = ""
     version: str = ""
     base_commit: str | None = None
+    environment_setup_commit: str | None = None
     hints_text: str = ""
     clarifyflow_case_id: str = Field(pattern=SAFE_ID)
     clarifyflow_method: str = Field(pattern=SAFE_ID)
@@ -130,6 +131,8 @@ def export_row(case: Case, unit: Any, meta: Mapping[str, Mapping[str, str]]) -> 
         repo=known.get("repo") or str(case.extra.get("repo", "") or ""),
         version=known.get("version") or str(case.extra.get("version", "") or ""),
         base_commit=known.get("base_commit") or case.extra.get("base_commit") or None,
+        environment_setup_commit=(known.get("environment_setup_commit")
+                                  or case.extra.get("environment_setup_commit") or None),
         hints_text=case.hints,
         clarifyflow_case_id=case.case_id,
         clarifyflow_method=unit.method,

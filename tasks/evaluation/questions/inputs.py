@@ -98,6 +98,11 @@ class SweEvalSettings(BaseModel):
     published: PublishedSettings = PublishedSettings()
     measured: list[MeasuredEntry] = []
     methods: list[SweMethodEntry] = Field(default_factory=_default_methods, min_length=1)
+    compare: list[tuple[str, str]] = []
+    """Pairs ``[a, b]`` of methods compared case by case: the mean staged reward of a − b over the cases both
+    scored, with a paired bootstrap interval (``summary.json: paired``), e.g. ``[grpo_policy, sft_policy]``: GRPO
+    against the SFT policy it continued from, on the same held-out issues. A pair naming a method that did not run is
+    skipped and said so."""
     abstain: AbstainSettings = AbstainSettings()
     """Abstain with warning (``tasks.evaluation.questions.abstain``): off unless a threshold is set."""
 

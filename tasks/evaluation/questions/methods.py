@@ -358,6 +358,10 @@ def check_method_files(kind: str, options: BaseModel | None, root: Path, field: 
     """Files a method needs, checked before anything runs (InputError naming the field)."""
     if kind == "policy" and options is not None and options.adapter is not None:
         path = Path(options.adapter) if Path(options.adapter).is_absolute() else root / options.adapter
+        from tasks.training.policy import is_full_model
+
+        if is_full_model(path):  # a fully fine-tuned model (training.lora false) loads on its own
+            return
         if not (path / "adapter_config.json").is_file():
             why = "folder not found" if not path.exists() else "not a LoRA adapter (adapter_config.json missing)"
             raise InputError(path, f"{why} (run the sft / grpo stage first)", field=f"{field}.options.adapter")

@@ -181,6 +181,9 @@ def method_metrics(cases: Mapping[str, Case], units: Sequence[SweUnit], outcomes
         "role_failures": {name: sum(u.role_failures.get(name, 0) for u in units)
                           for name in sorted({n for u in units for n in u.role_failures})},
         "reward_stopped_at": _stopped(units),
+        "reward_unscored": {stage: sum(stage in u.reward.unscored for u in units if u.reward)
+                            for stage in STAGE_NAMES},
+        "unscored": sum(len(u.reward.unscored) for u in units if u.reward),
     }
 
 

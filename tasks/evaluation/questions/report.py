@@ -23,8 +23,9 @@ def _fmt(value: Any, ci: Any = None, pct: bool = False) -> str:
 SWE_HEADER = ("| method | kind | cases | questions / issue | redundancy | answerability | distinct intents "
               "| hidden recall | full coverage | weighted recovery | staged reward | resolution |")
 REFERENCE_TITLE = "Reference rows (not ranked)"
-REFERENCE_NOTE = ("Reference rows read what a method may not (privileged: the hidden categories) or nothing at all "
-                  "(a bound): they bracket the methods above and are never ranked with them.")
+REFERENCE_NOTE = ("Reference rows read what a method may not (privileged: the hidden categories, or the full issue "
+                  "as a +abstain variant's abstention does) or nothing at all (a bound): they bracket the methods "
+                  "above and are never ranked with them.")
 
 
 def _method_cells(name: str, m: dict[str, Any]) -> list[str]:
@@ -52,6 +53,21 @@ def _line(cells: list[str]) -> str:
     return "| " + " | ".join(cells) + " |"
 
 
+def paired_lines(paired: dict[str, Any]) -> list[str]:
+    """``evaluate.swe.compare``: each pair's staged-reward difference on the cases both scored, paired by case."""
+    if not paired:
+        return []
+    lines = ["", "Paired by case (staged reward, a - b, 95% paired bootstrap interval):", "",
+             "| a - b | cases | mean a | mean b | a - b [95% CI] |", "|---|---|---|---|---|"]
+    for name, p in paired.items():
+        if "skipped" in p:
+            lines.append(f"| {name} | skipped: {p['skipped']} | | | |")
+        else:
+            lines.append(f"| {name} | {p['cases']} | {p['mean_a']:.3f} | {p['mean_b']:.3f} | "
+                         f"{p['mean']:+.3f} [{p['low']:+.3f}, {p['high']:+.3f}] |")
+    return lines
+
+
 def report_markdown(summary: dict[str, Any]) -> str:
     """The report section for evaluate@swe (markdown, no images): the ranked methods' table, then the reference
     rows apart (each with what it reads)."""
@@ -68,6 +84,7 @@ def report_markdown(summary: dict[str, Any]) -> str:
               "issues."), "",
              SWE_HEADER, "|---" * SWE_HEADER.count(" | ") + "|---|"]
     lines += [_line(_method_cells(name, methods[name])) for name in order]
+    lines += paired_lines(summary.get("paired") or {})
     if summary["reference_order"]:
         header = SWE_HEADER.replace("| kind |", "| kind | reference | reads |")
         lines += ["", f"### {REFERENCE_TITLE}", "", REFERENCE_NOTE, "", header, "|---" * header.count(" | ") + "|---|"]
@@ -88,17 +105,20 @@ def report_markdown(summary: dict[str, Any]) -> str:
     stages = [k for k in next((m for m in every.values() if m.get("cases")), {}) if k.startswith("reward_")
               and k.endswith("_mean") and k != "reward_mean"]
     if stages:
-        lines += ["", "Staged reward by stage (mean over cases):", "",
-                  "| method | " + " | ".join(s[len("reward_"):-len("_mean")] for s in stages) + " |",
-                  "|---|" + "---|" * len(stages)]
+        lines += ["", f"Staged reward by stage (mean over scored cases; protocol {summary.get('reward_protocol')}; "
+                  "unscored: stage values whose judges failed, left out of the means):", "",
+                  "| method | " + " | ".join(s[len("reward_"):-len("_mean")] for s in stages) + " | unscored |",
+                  "|---|" + "---|" * (len(stages) + 1)]
         for name, m in every.items():
             if m.get("cases"):
-                lines.append(f"| {name} | " + " | ".join(_fmt(m[s]) for s in stages) + " |")
+                lines.append(f"| {name} | " + " | ".join(_fmt(m[s]) for s in stages) + f" | {m.get('unscored', 0)} |")
     lines += swe_cost_lines(every)
     trained = [f"{n} trained on {methods[n]['trained_on_source_ids']} issues (overlap with the evaluated ones: "
                f"{methods[n]['training_overlap']})" for n in order if "trained_on_source_ids" in methods[n]]
     notes = [f"- Split: {_split_line(summary['split'])}" + (f"; {'; '.join(trained)}." if trained else "."),
              f"- Category weights: {summary['weights']['source']}.",
+             (f"- Reward protocol: {summary.get('reward_protocol')} (docs/clariti-protocol.md); a failed judge "
+              f"call: {summary.get('judge_failure')}; unscored: {summary.get('unscored', 0)}."),
              f"- Resolution: {summary['surrogate'].get('label')}" + (
                  f" (model trained on {summary['surrogate']['trained_on']}; reference: incomplete issue "
                  f"{_fmt(summary['surrogate']['reference'].get('incomplete_issue'), pct=True)}, full issue "

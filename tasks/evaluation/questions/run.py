@@ -22,7 +22,8 @@ UNIT_STORE = Path(".cache") / "eval" / "swe" / "units"
 
 def run_units(cases: Sequence[Case], settings: SweEvalSettings, roles: RolesParams, inputs: SweInputs, *,
               root: Path, reward: RewardConfig, client=None, progress: Callable[[int, int], None] | None = None,
-              methods: dict | None = None, cluster: ClusterParams | None = None) -> tuple[dict[str, list], UnitStats]:
+              methods: dict | None = None, cluster: ClusterParams | None = None,
+              refresh: bool = False) -> tuple[dict[str, list], UnitStats]:
     """Every (method, case) unit, from the store or computed in batches (on ``settings.task_runner``); per method,
     units in case order."""
     from tasks.caching import code_version
@@ -30,7 +31,7 @@ def run_units(cases: Sequence[Case], settings: SweEvalSettings, roles: RolesPara
     from tasks.evaluation.questions.methods import QuestionContext, build_method
     from tasks.evaluation.questions.units import QUESTION_CODE, SweUnit, unit_key
 
-    store = UnitStore(Path(root) / UNIT_STORE, SweUnit)
+    store = UnitStore(Path(root) / UNIT_STORE, SweUnit, refresh=refresh)  # a unit with a role failure is not stored
     ctx = QuestionContext(roles=roles, weights=inputs.weights, client=client, root=Path(root),
                         published=inputs.published)
     code = code_version(*QUESTION_CODE)
@@ -167,7 +168,8 @@ def summarise(cases: Sequence[Case], units_by_method: dict[str, list], settings:
               inputs: SweInputs, reward: RewardConfig) -> tuple[dict[str, Any], list[dict]]:
     """The summary (deterministic) and the per-case rows. The ranked methods are ``methods`` (in ``method_order``);
     the reference methods (their ``questions.methods.method(reference=...)``: the oracle template, the no-questions
-    floor) are ``reference_methods`` (in ``reference_order``), each with its ``reference`` (kind, what it reads)."""
+    floor; and every ``+abstain`` variant, whose abstention reads the full issue) are ``reference_methods`` (in
+    ``reference_order``), each with its ``reference`` (kind, what it reads)."""
     from tasks.evaluation.metrics import tidy
     from tasks.evaluation.questions.methods import reference_of
     from tasks.evaluation.questions.metrics import (
@@ -240,9 +242,10 @@ def summarise(cases: Sequence[Case], units_by_method: dict[str, list], settings:
         full = _predictions(inputs.surrogate, [{c.key for c in case.present_categories} for case in cases], fixed)
         reference = {"incomplete_issue": sum(visible) / len(visible), "full_issue": sum(full) / len(full)}
     described = describe_roles(roles)
+    from tasks.evaluation.questions.abstain import reference as abstain_reference
     from tasks.splits import split_counts
 
-    references = {e.name: reference_of(e.kind) for e in settings.methods}
+    references = {e.name: reference_of(e.kind) or abstain_reference(e.name) for e in settings.methods}
     reference_methods = {name: {**methods.pop(name), "reference": ref.model_dump()}
                          for name, ref in references.items() if ref is not None}
     summary = {
@@ -261,6 +264,9 @@ def summarise(cases: Sequence[Case], units_by_method: dict[str, list], settings:
                        "reference": reference}
                       if inputs.surrogate is not None else {"label": inputs.surrogate_note}),
         "reward": evaluation_reward(reward, roles).model_dump(mode="json", exclude={"judges"}),
+        "reward_protocol": reward.protocol,
+        "judge_failure": reward.judge_failure,
+        "unscored": sum(m.get("unscored", 0) for m in (*methods.values(), *reference_methods.values())),
         "bootstrap": {"resamples": settings.bootstrap, "seed": settings.seed, "unit": "issue (source_id)",
                       "method": "percentile, paired ratio"},
         "roles": {name: described[name] for name in (*UNIT_ROLES, "question_writer")},
@@ -274,7 +280,7 @@ def summarise(cases: Sequence[Case], units_by_method: dict[str, list], settings:
 def evaluate_swe(cases: Sequence[Case], settings: SweEvalSettings, roles: RolesParams, out_dir: Path, *, root: Path,
                  client=None, progress: Callable[[int, int], None] | None = None, reward: RewardConfig | None = None,
                  inputs: SweInputs | None = None, methods: dict | None = None,
-                 cluster: ClusterParams | None = None) -> dict[str, Any]:
+                 cluster: ClusterParams | None = None, refresh: bool = False) -> dict[str, Any]:
     """Run every method on ``cases``, write the outputs into ``out_dir`` and return the summary.
 
     ``reward``: the staged reward settings (``params.yaml: reward``; default ``RewardConfig()``), judged by
@@ -294,7 +300,7 @@ def evaluate_swe(cases: Sequence[Case], settings: SweEvalSettings, roles: RolesP
     cases = sorted(cases, key=lambda c: c.case_id)
     inputs.trained = check_trained_policies(root, settings, cases)  # the cases given here, not only the loaded ones
     units, stats = run_units(cases, settings, roles, inputs, root=root, reward=reward, client=client,
-                             progress=progress, methods=methods, cluster=cluster)
+                             progress=progress, methods=methods, cluster=cluster, refresh=refresh)
     abstaining: list[str] = []
     if settings.abstain.threshold is not None:
         from tasks.evaluation.questions.abstain import add_abstaining
@@ -307,6 +313,8 @@ def evaluate_swe(cases: Sequence[Case], settings: SweEvalSettings, roles: RolesP
         from tasks.evaluation.questions.abstain import abstention_block
 
         summary["abstention"] = tidy(abstention_block(summary, units, abstaining, settings.abstain.threshold))
+    if settings.compare:
+        summary["paired"] = paired_comparisons(units, settings)
     out_dir.mkdir(parents=True, exist_ok=True)
     atomic_write_json(out_dir / "summary.json", summary)
     atomic_write_text(out_dir / "rows.jsonl", "".join(json.dumps(r, sort_keys=True, ensure_ascii=False) + "\n"
@@ -320,8 +328,36 @@ def evaluate_swe(cases: Sequence[Case], settings: SweEvalSettings, roles: RolesP
     plots.recovery_plot(ordered, out_dir / "questions_vs_recovery.png")
     export_clarified([u for name in units for u in units[name]], {c.case_id: c for c in cases}, out_dir / "bridge",
                      inputs.meta)
+    from tasks.roles.failures import unit_failure_counts
+
+    failure_counts = unit_failure_counts([u for name in units for u in units[name]], roles)
     return {**summary, "run": {"computed": stats.computed, "reused": stats.reused,
-                               "seconds": round(stats.seconds, 2)}}
+                               "seconds": round(stats.seconds, 2), "failure_counts": failure_counts}}
+
+
+def paired_comparisons(units: dict[str, list], settings: SweEvalSettings) -> dict[str, Any]:
+    """``"a - b"`` -> the mean staged-reward difference over the cases both methods scored, with its paired 95%
+    bootstrap interval over those cases (``settings.compare``); a pair with a method that did not run says so."""
+    from tasks.training.heldout import paired_interval
+
+    out: dict[str, Any] = {}
+    for a, b in settings.compare:
+        name = f"{a} - {b}"
+        if a not in units or b not in units:
+            out[name] = {"skipped": f"not evaluated: {', '.join(m for m in (a, b) if m not in units)}"}
+            continue
+        scored = {u.case_id: u.reward.total for u in units[b] if u.reward is not None}
+        pairs = [(u.reward.total, scored[u.case_id]) for u in units[a]
+                 if u.reward is not None and u.case_id in scored]
+        if not pairs:
+            out[name] = {"skipped": "no case scored by both"}
+            continue
+        interval = paired_interval([x for x, _ in pairs], [y for _, y in pairs], n=settings.bootstrap,
+                                   seed=settings.seed)
+        out[name] = {"cases": len(pairs), "mean_a": round(sum(x for x, _ in pairs) / len(pairs), 6),
+                     "mean_b": round(sum(y for _, y in pairs) / len(pairs), 6),
+                     **{k: round(v, 6) for k, v in interval.model_dump().items()}}
+    return out
 
 
 def plotted_methods(summary: dict[str, Any]) -> dict[str, dict[str, Any]]:

@@ -33,6 +33,21 @@ META_FILE = "model.json"
 LABEL = ("surrogate: the shap stage's LightGBM success classifier applied to the visible + recovered categories "
          "(not a measured resolve rate)")
 
+METRIC = "predicted_resolution"
+
+
+def metric_key(trained_on: str | None) -> str:
+    """The stage metrics' name for the surrogate's predicted resolution, naming its source (what ``dvc metrics
+    show`` prints): ``..._surrogate_planted`` when the classifier was fit on simulated outcomes with planted effects
+    (the shap stage's default), ``..._surrogate`` when fit on real outcomes (Ambig-SWE runs, harness results)."""
+    planted = trained_on is None or "planted" in trained_on or "simulated" in trained_on
+    return f"{METRIC}_surrogate_planted" if planted else f"{METRIC}_surrogate"
+
+
+def base_metric(key: str) -> str:
+    """Inverse of :func:`metric_key` (any other key unchanged): the summary's name, where its interval is kept."""
+    return METRIC if key.startswith(f"{METRIC}_surrogate") else key
+
 
 def control_profiles(table: Any, feature_names: Sequence[str]) -> list[dict[str, Any]]:
     """Distinct combinations of the varying controls in ``table`` with their share of rows, most common first."""

@@ -53,10 +53,13 @@ class QuestionRecord(BaseModel):
 class RewardRecord(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    total: float
+    total: float | None
+    """None when every stage was unscored (its judges failed)."""
     values: dict[str, float | None]
     passed: dict[str, bool | None]
     stopped_at: str | None
+    unscored: list[str] = []
+    """The stages whose judges failed for this case: counted, left out of the means and of ``total``."""
 
 
 class SweUnit(BaseModel):
@@ -79,6 +82,12 @@ class SweUnit(BaseModel):
     latency of the calls made while computing this unit (the method's generation and the unit roles). Role calls are
     batched over a chunk of cases, so a chunk's usage is shared out (``share_usage``): a unit role's by the case's
     questions, the other roles' evenly; empty in units stored before it was recorded."""
+
+    @property
+    def role_failed(self) -> bool:
+        """The generation or a unit role failed for good (the unit is then never stored)."""
+        return (self.failure is not None or any(self.role_failures.values())
+                or any(u.failures for u in self.usage.values()))
 
 
 QUESTION_CODE = ("evaluation/questions/units.py", "evaluation/questions/methods.py", "training/prompts.py", "roles",
@@ -141,15 +150,15 @@ class PrecomputedJudges:
         return np.stack(found) if found else np.zeros((0, 0), np.float32)
 
 
-def _run(name: str, inputs: list, roles: RolesParams, client) -> list:
-    """Outputs aligned with inputs; None for a failed call."""
+def _run(name: str, inputs: list, roles: RolesParams, client, retries: int = 0) -> list:
+    """Outputs aligned with inputs; None for a failed call (sent again ``retries`` times first)."""
     from tasks.llm.records import RoleFailure
-    from tasks.roles.base import run_role
+    from tasks.rewards.judges import run_with_repair
     from tasks.roles.registry import get_spec
 
     if not inputs:
         return []
-    outputs = run_role(get_spec(name), inputs, roles.get(name), client=client)
+    outputs = run_with_repair(get_spec(name), inputs, roles.get(name), client=client, retries=retries)
     return [None if isinstance(o, RoleFailure) else o for o in outputs]
 
 
@@ -173,15 +182,16 @@ def compute_units(cases: Sequence[Case], completions: Sequence[Any], *, method: 
     from tasks.roles.swe_user import NO_INFO, SweUserInput
 
     asked = [[] if c.skipped else parse_questions(c.text) for c in completions]
+    retries = reward.repair_retries if reward.judge_failure == "repair" else 0
     flat = [(k, q) for k, qs in enumerate(asked) for q in qs]
     user = _run("swe_user", [SweUserInput(issue=cases[k].full_text, hints=cases[k].hints, question=q)
-                                     for k, q in flat], roles, client)
+                                     for k, q in flat], roles, client, retries)
     red = _run("redundancy_judge", [RedundancyInput(text=cases[k].brief.content, question=q) for k, q in flat],
-                      roles, client)
-    ans = _run("answerability_judge", [AnswerabilityInput(text=cases[k].full_text, question=q,
-                                                                 hints=cases[k].hints) for k, q in flat], roles, client)
+                      roles, client, retries)
+    ans = _run("answerability_judge", [AnswerabilityInput(text=cases[k].full_text, question=q, hints=cases[k].hints)
+                                       for k, q in flat], roles, client, retries)
     cls = _run("question_classifier", [QuestionInput(question=q, issue_text=cases[k].brief.content)
-                                              for k, q in flat], roles, client)
+                                              for k, q in flat], roles, client, retries)
     cfg = evaluation_reward(reward, roles)
     roles_judges = RoleJudges(cfg.judges, client=client)
     texts = list(dict.fromkeys(q for _, q in flat))
@@ -215,7 +225,7 @@ def compute_units(cases: Sequence[Case], completions: Sequence[Any], *, method: 
 
     judges = PrecomputedJudges(roles_judges, red_table, ans_table, lab_table, vectors)
     scored = [k for k, c in enumerate(completions) if not c.skipped]
-    staged = StagedReward(cfg, weights, judges=judges)
+    staged = StagedReward(cfg, weights, judges=judges, client=client)
     samples = [{"completion": completions[k].text, "incomplete_issue": cases[k].brief.content,
                 "full_issue": cases[k].full_text, "hints": cases[k].hints} for k in scored]
     breakdowns = dict(zip(scored, staged.score(samples))) if samples else {}
@@ -228,7 +238,7 @@ def compute_units(cases: Sequence[Case], completions: Sequence[Any], *, method: 
             completion=completions[k].text, skipped=completions[k].skipped, failure=completions[k].failure,
             questions=records[k],
             reward=None if done is None else RewardRecord(total=done.total, values=done.values, passed=done.passed,
-                                                          stopped_at=done.stopped_at),
+                                                          stopped_at=done.stopped_at, unscored=done.unscored),
             role_failures={n: v for n, v in fails[k].items() if v},
         ))
     return units
