@@ -94,7 +94,12 @@ def main(argv: list[str] | None = None) -> int:
                     "train_prompts": len(dataset), "steps": args.steps, "max_new_tokens": args.max_new_tokens,
                     "sft_adapter": str(args.sft_adapter.relative_to(ROOT)) if args.sft_adapter.is_relative_to(ROOT)
                     else args.sft_adapter.name, "policies": {}, "training": {}}
+    def save() -> None:  # after every reading, so a run stopped early keeps what it measured
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps(result, indent=2, sort_keys=True) + "\n")
+
     result["policies"]["sft"] = read(sft_policy(), "sft")
+    save()
     for name, profile in profiles.items():
         sft = sft_policy()
         functions = trl_glue.reward_functions(StagedReward(cfg.reward_config(), weights))
@@ -112,6 +117,7 @@ def main(argv: list[str] | None = None) -> int:
                       else LocalPolicy.from_adapter(sft_policy().model, out / "adapter", tokenizer=sft.tokenizer,
                                                     device=None))
             result["policies"][name] = read(policy, name)
+            save()
     ids = sorted(result["policies"]["sft"]["per_case"])
 
     def diff(a: str, b: str) -> dict:
@@ -121,8 +127,7 @@ def main(argv: list[str] | None = None) -> int:
     result["paired"] = {"reference_reinforce - trl_grpo": diff("reference_reinforce", "trl_grpo"),
                         "trl_grpo - sft": diff("trl_grpo", "sft"),
                         "reference_reinforce - sft": diff("reference_reinforce", "sft")}
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=2, sort_keys=True) + "\n")
+    save()
     print(f"held-out: {result['heldout_cases']} cases of {result['heldout_issues']} issues, greedy, "
           f"{args.max_new_tokens} new tokens; {args.steps} steps each on {len(dataset)} prompts")
     for name, policy in result["policies"].items():

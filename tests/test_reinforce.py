@@ -80,7 +80,8 @@ def test_completion_mask_stops_at_the_first_eos_and_logprobs_are_clipped(tokeniz
     assert -15.0 <= float(lp) <= 0.0
     # the masked-out tail does not count: changing it leaves the mean unchanged
     other = torch.tensor([[5, eos, 9, 9]])
-    lp2 = sequence_logprobs(model, prompt["input_ids"], prompt["attention_mask"], other, completion_mask(other, [eos]))
+    lp2 = sequence_logprobs(model, prompt["input_ids"], prompt["attention_mask"], other,
+                            completion_mask(other, [eos])).detach()
     assert float(lp2) == pytest.approx(float(lp), abs=1e-6)
     empty = torch.tensor([[eos, 9, 9, 9]])
     assert float(sequence_logprobs(model, prompt["input_ids"], prompt["attention_mask"], empty,
