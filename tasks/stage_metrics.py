@@ -41,7 +41,8 @@ from tasks.errors import ClarifyflowError
 class MetricsWriteError(ClarifyflowError):
     """A stage's metrics could not be staged; nothing was published."""
 
-WALL_CLOCK_KEYS = frozenset({"latency_s", "seconds", "seconds_per_step"})
+WALL_CLOCK_KEYS = frozenset({"latency_s", "seconds", "seconds_per_step", "LatencySeconds", "LatencyPerRunSeconds",
+                             "LatencyPerCaseSeconds"})
 """Fields that measure elapsed time; never part of a stage's metrics."""
 
 
@@ -60,6 +61,16 @@ def split_timings(metrics: dict[str, Any]) -> tuple[dict[str, Any], dict[str, An
         else:
             kept[key] = value
     return kept, timings
+
+
+def without_wall_clock(value: Any) -> Any:
+    """``value`` (JSON: dicts, lists, scalars) without its wall-clock fields at any depth: what a DVC output may hold,
+    so that an identical rerun writes identical bytes and ``dvc.lock`` does not change."""
+    if isinstance(value, dict):
+        return {k: without_wall_clock(v) for k, v in value.items() if k not in WALL_CLOCK_KEYS}
+    if isinstance(value, list):
+        return [without_wall_clock(v) for v in value]
+    return value
 
 
 def metrics_path(root: Path, stage: str) -> Path:

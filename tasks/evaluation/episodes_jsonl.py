@@ -9,6 +9,7 @@ records.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -60,10 +61,13 @@ def episode_records(results: Sequence[UnitResult], cases: Sequence[Case], *,
 
 
 def write_episodes(path: Path, records: Sequence[EpisodeRecord]) -> None:
-    """Atomically write ``records`` as JSONL."""
+    """Atomically write ``records`` as JSONL, without wall-clock fields (``latency_s``): the file is a DVC output and
+    an identical rerun must write identical bytes (the figures are in ``data/metrics/timings/``)."""
+    from tasks.stage_metrics import without_wall_clock
     from tasks.store import atomic_write_text
 
-    atomic_write_text(path, "".join(r.model_dump_json() + "\n" for r in records))
+    atomic_write_text(path, "".join(json.dumps(without_wall_clock(r.model_dump(mode="json")), ensure_ascii=False)
+                                    + "\n" for r in records))
 
 
 def read_episodes(path: Path) -> list[EpisodeRecord]:

@@ -316,10 +316,14 @@ def evaluate_swe(cases: Sequence[Case], settings: SweEvalSettings, roles: RolesP
     if settings.compare:
         summary["paired"] = paired_comparisons(units, settings)
     out_dir.mkdir(parents=True, exist_ok=True)
-    atomic_write_json(out_dir / "summary.json", summary)
-    atomic_write_text(out_dir / "rows.jsonl", "".join(json.dumps(r, sort_keys=True, ensure_ascii=False) + "\n"
+    from tasks.stage_metrics import without_wall_clock
+
+    # the outputs hold no wall time, so an identical rerun writes identical bytes (the summary returned keeps it)
+    atomic_write_json(out_dir / "summary.json", without_wall_clock(summary))
+    atomic_write_text(out_dir / "rows.jsonl", "".join(json.dumps(without_wall_clock(r), sort_keys=True,
+                                                                 ensure_ascii=False) + "\n"
                                                       for r in rows))
-    atomic_write_text(out_dir / "report.md", report_markdown(summary))
+    atomic_write_text(out_dir / "report.md", report_markdown(without_wall_clock(summary)))
     from tasks.evaluation import inspect_log
 
     inspect_log.write_swe_log(out_dir / inspect_log.SWE_LOG, rows, summary, {c.case_id: c.brief.content for c in cases})
