@@ -199,7 +199,8 @@ def run_episode(case: Case, method: Method, protocol: Protocol, *, repeat: int, 
             reply = render_choice_reply(out)
             choice, comment = out.choice, out.comment
             if rewrite:
-                choice, comment, corrected = shaped.choice_reply(turn, out.choice, out.comment, out.rationale,
+                point = action.question if out.match_status == "undetermined" else out.rationale  # names the fact
+                choice, comment, corrected = shaped.choice_reply(turn, out.choice, out.comment, point,
                                                                  sorted(action.options))
                 reply = render_persona_choice(choice, comment, corrected)
             record = QuestionTurn(turn=turn, question=action.question, options=dict(action.options),

@@ -111,7 +111,8 @@ def episode_sample(record: EpisodeRecord, *, roles: Mapping[str, Any]):
         messages=messages, output=ModelOutput.from_content(model=e.method, content=last_agent),
         scores=scores, events=events,
         metadata={"unit": record.unit, "key": record.key, "case_id": e.case_id, "method": e.method,
-                  "protocol": e.protocol, "repeat": e.repeat, "cost": cost, "statistics": record.statistics,
+                  "protocol": e.protocol, "repeat": e.repeat, "persona": e.persona, "cost": cost,
+                  "statistics": record.statistics,
                   "run_health": record.run_health, "question_turns": [t.model_dump() for t in e.question_turns],
                   "method_events": e.method_events, "silent_assumptions": [a.model_dump() for a in
                                                                            j.silent_assumptions],

@@ -1,7 +1,8 @@
 """The persona outputs of an episode evaluation (``evaluate.<domain>.personas`` beyond the cooperative user).
 
 The main outputs (summary, curves, report table, Inspect log) keep the cooperative episodes only, so adding
-personas never changes them; the persona episodes go to ``persona_episodes.jsonl`` and, with the cooperative ones,
+personas never changes them; the persona episodes go to ``persona_episodes.jsonl``, one Inspect log per persona
+(``persona_<name>.eval``, persona in each sample's metadata) and, with the cooperative ones,
 to ``robustness.json`` / ``robustness.png`` and a report section (tasks/evaluation/robustness.py).
 """
 
@@ -40,6 +41,23 @@ def source_line(roles: RolesParams) -> str:
     return "simulated user " + "; ".join(parts)
 
 
+def write_logs(out: Path, records, settings: EvalSettings, *, domain: DomainContext) -> None:
+    """One Inspect log per further persona, ``persona_<name>.eval`` (the persona is each sample's metadata)."""
+    from tasks.clarifiers.base import reference_of
+    from tasks.evaluation import inspect_log, metrics
+
+    for persona in settings.personas[1:]:
+        mine = [r for r in records if r.episode.persona == persona.name]
+        if not mine:
+            continue
+        groups = metrics.summarise([r.episode for r in mine], [r.judge for r in mine], n_resamples=settings.bootstrap,
+                                   seed=settings.seed)
+        summary = metrics.ranked_summary(groups, {m.name: reference_of(m.kind) for m in settings.methods})
+        inspect_log.write_episode_log(out / f"persona_{persona.name}.eval", mine, summary,
+                                      {"persona": persona.model_dump(mode="json"), "repeats": settings.repeats},
+                                      task=f"evaluate@{domain.name}/{persona.name}")
+
+
 def write(out: Path, results: Sequence[UnitResult], persona_results: Sequence[UnitResult], cases: Sequence[Case],
           settings: EvalSettings, roles: RolesParams, *, domain: DomainContext) -> str:
     """Write the persona outputs when more than one persona played; returns the report section ("" otherwise)."""
@@ -49,7 +67,9 @@ def write(out: Path, results: Sequence[UnitResult], persona_results: Sequence[Un
 
     if not persona_results:
         return ""
-    write_episodes(out / FILE, episode_records(persona_results, cases, domain=domain))
+    records = episode_records(persona_results, cases, domain=domain)
+    write_episodes(out / FILE, records)
+    write_logs(out, records, settings, domain=domain)
     every = [*results, *persona_results]
     table = robustness.robustness_table(
         [r.episode for r in every], [r.judge for r in every], personas=[p.name for p in settings.personas],
