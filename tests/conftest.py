@@ -141,6 +141,7 @@ def tiny_params(**construct_overrides) -> dict:
     params["shap"]["simulated"].update({"n_variants": 600})
     params["evaluate"]["optimization"].update({
         "limit": 2, "repeats": 1, "max_turns": 6, "bootstrap": 200, "concurrency": 2,
+        "personas": [{"name": "cooperative"}], "persona_methods": None,  # the persona sweep: tests/test_personas.py
         "methods": [{"name": "freeqa", "protocols": ["open"]}, {"name": "mc_d", "protocols": ["mc_d"]},
                     {"name": "interopt", "protocols": ["open", "mc_d"]}],
     })

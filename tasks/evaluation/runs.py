@@ -102,7 +102,9 @@ class EvalSettings(BaseModel):
         personas = [p.name for p in self.personas]
         if not personas or len(set(personas)) != len(personas) or self.personas[0].behaviour != "cooperative":
             raise ValueError("personas: distinct names, the first one cooperative (the main tables' user)")
-        unknown = sorted(set(self.persona_methods or ()) - set(names))
+        # with only the cooperative user no row replays anything, so the list is not checked (a copy of the params
+        # that keeps fewer rows stays valid)
+        unknown = sorted(set(self.persona_methods or ()) - set(names)) if len(self.personas) > 1 else []
         if unknown:
             raise ValueError(f"persona_methods: not a method row: {', '.join(unknown)}")
         return self
