@@ -310,8 +310,7 @@ def load_params(path: Path | str = "params.yaml") -> Params:
         return Params.model_validate(data)
     except ValidationError as err:
         first = err.errors()[0]
-        field = ".".join(str(p) for p in first["loc"])
-        raise InputError(path, validation_message(first), field=field) from None
+        raise InputError(path, validation_message(first), field=field_path(first["loc"])) from None
 
 
 def section(path: Path | str, model: type[Section], data: Any, field: str) -> Section:
@@ -320,5 +319,11 @@ def section(path: Path | str, model: type[Section], data: Any, field: str) -> Se
         return model.model_validate(data or {})
     except ValidationError as err:
         first = err.errors()[0]
-        sub = ".".join(str(p) for p in first["loc"])
+        sub = field_path(first["loc"])
         raise InputError(path, validation_message(first), field=f"{field}.{sub}" if sub else field) from None
+
+
+def field_path(loc: tuple) -> str:
+    """The dotted params key of a validation error's location, without the tags pydantic adds for the member of a
+    union it tried (``RolePreset``, ``literal['served']``): ``roles.preset.judge``, as the file spells it."""
+    return ".".join(str(p) for p in loc if not (isinstance(p, str) and (p[:1].isupper() or "[" in p)))

@@ -21,13 +21,10 @@ served models with prompts under ``tasks/roles/prompts/reference_*``, or the det
 
 from __future__ import annotations
 
-import re
 from collections import deque
 from collections.abc import Sequence
 
-from tasks.rewards.config import NEUTRAL, RewardConfig
-from tasks.rewards.reference_judges import ReferenceJudges
-from tasks.rewards.staged import (
+from tasks.rewards.breakdown import (
     NO_QUESTIONS,
     PASS_TOLERANCE,
     RewardBreakdown,
@@ -35,30 +32,14 @@ from tasks.rewards.staged import (
     completion_text,
     gated_total,
 )
+from tasks.rewards.config import NEUTRAL, RewardConfig
+from tasks.rewards.reference_judges import ReferenceJudges
+from tasks.rewards.reference_parse import MIN_CHARS, reference_questions  # noqa: F401 - the protocol's parser
 
-MIN_CHARS = 10
-"""An item of this many characters or fewer is not a question."""
-_THINK = re.compile(r"<think>.*?</think>", re.DOTALL)
-_NUMBERED = re.compile(r"^\d+\.\s*(.+?)(?=\n\d+\.|$)", re.MULTILINE | re.DOTALL)
-_LEADING_NUMBER = re.compile(r"^\d+\.\s*")
 DONT_KNOW = "don't know"
 GENERIC = "generic question"
 FORMATTING = "formatting issue"
 """What pass A writes for an answer it could not find (the reference's placeholder)."""
-
-
-def reference_questions(text: str | None) -> list[str]:
-    """The reference's parser: ``<think>`` blocks removed; numbered items ``1. …`` (an item runs to the next
-    numbered line) longer than 10 characters; if there is no numbered item, every line longer than 10 characters
-    (a leading ``1.`` dropped). Empty output or ``<think></think>`` -> no questions."""
-    if not isinstance(text, str) or not text.strip() or text.strip() == "<think></think>":
-        return []
-    text = _THINK.sub("", text)
-    numbered = _NUMBERED.findall(text)
-    if numbered:
-        return [q.strip() for q in numbered if len(q.strip()) > MIN_CHARS]
-    lines = (_LEADING_NUMBER.sub("", line).strip() for line in text.split("\n"))
-    return [line for line in lines if len(line) > MIN_CHARS]
 
 
 def redundant_by_answers(answers: Sequence[str]) -> int:

@@ -151,7 +151,7 @@ def count_local(inp: CountInput) -> CountOutput:
 
 def similar_local(inp: SimilarInput) -> SimilarOutput:
     """Questions whose content words overlap an earlier question of the list or a cached generation's line."""
-    from tasks.rewards.reference import reference_questions
+    from tasks.rewards.reference_parse import reference_questions
 
     cached = [content_words(q) for g in inp.previous for q in reference_questions(g)]
     seen: list[set[str]] = []

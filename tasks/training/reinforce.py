@@ -155,7 +155,7 @@ def train_reinforce(
     import torch
     from transformers import TrainerState, set_seed
 
-    from . import trainers
+    from . import trainer_common as trainers
     from .launch import is_main_process
     from .models import load_base
     from .policy import eos_ids
