@@ -126,7 +126,7 @@ def start(folder: Path | None = None, *, port: int | None = None, timeout: float
         return existing
     if not installed():
         raise RuntimeError("llama-cpp-python is not installed: pip install -e '.[serve]' (make llm-server does it)")
-    from tasks.llm.providers.smollm2 import gguf_path
+    from tasks.llm.smollm2_weights import gguf_path
 
     port = port or free_port()
     base = f"http://{HOST}:{port}/v1"
