@@ -540,3 +540,15 @@ def test_local_session_judge_on_the_published_cases():
     assert sum(j.all_slot_exact for j in j_oracle) >= 0.95 * n
     assert sum(len(j.silent_assumptions) for j in j_oracle) == 0
     assert all(j.rule_based_status == "premature_stop" for j in j_restate if j.core_eligible)
+
+
+def test_the_episodes_gate_tells_a_persona_replay_from_its_cooperative_episode(runs):
+    """The default run replays cooperative units under other personas: the same unit key, another episode; the gate's
+    unique-key check must not refuse them (it did: 264 duplicate keys stopped evaluate@optimization)."""
+    from tasks.validation import gate
+
+    eps, judged, _ = runs
+    replayed = [e.model_copy(update={"persona": "mistaken"}) for e in eps]
+    frame = M.episodes_frame([*eps, *replayed], [*judged, *judged])
+    assert frame["key"].is_unique and frame["key"].str.endswith("@mistaken").sum() == len(eps)
+    gate("or_episodes", frame, artifact="runs", methods=["m"])

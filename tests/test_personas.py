@@ -103,3 +103,4 @@ def test_persona_records_validate():
     with pytest.raises(ValueError):
         ps.Persona(name="grumpy")
     assert ps.Persona(name="often_wrong", kind="mistaken").behaviour == "mistaken"
+

@@ -375,7 +375,9 @@ def episodes_frame(episodes: Sequence[Episode], judgements: Sequence[JudgeResult
         else:
             end = "inconsistent"
         rows.append({
-            "key": e.key, "case_id": e.case_id, "method": e.method, "protocol": e.protocol, "repeat": e.repeat,
+            # a persona replays a cooperative unit: its episode is told apart by the persona
+            "key": e.key if e.persona == "cooperative" else f"{e.key}@{e.persona}",
+            "case_id": e.case_id, "method": e.method, "protocol": e.protocol, "repeat": e.repeat,
             "turn_count": e.turn_count, "attempted_turns": e.attempted_turns, "max_turns": e.max_turns,
             "atomic_questions": e.atomic_questions, "question_turns": len(e.question_turns), "ready": e.ready,
             "protocol_failed": e.protocol_failed, "end_state": end, "wss": j.weighted_slot_score,
