@@ -418,17 +418,18 @@ def test_every_method_has_the_method_attributes():
 
 
 def test_a_registered_method_declares_its_reference_next_to_its_factory():
-    from tasks.clarifiers.base import _REFERENCE, _REGISTRY, register
+    from tasks.clarifiers.base import METHODS
     from tasks.records import MethodReference
 
     try:
-        register("peek", "tasks.clarifiers.reference:oracle", MethodReference(kind="privileged", reads="the slots"))
-        assert reference_of("peek").reads == "the slots" and "freeqa" in _REGISTRY
-        register("peek", "tasks.clarifiers.reference:ready_now")
+        METHODS.add("peek", "tasks.clarifiers.reference:oracle",
+                    reference=MethodReference(kind="privileged", reads="the slots"))
+        assert reference_of("peek").reads == "the slots" and "freeqa" in METHODS
+        assert get_method("peek").name == "peek"  # the lazy "module:factory" target resolves
+        METHODS.add("peek", "tasks.clarifiers.reference:ready_now", replace=True)
         assert reference_of("peek") is None
     finally:
-        _REGISTRY.pop("peek", None)
-        _REFERENCE.pop("peek", None)
+        METHODS.remove("peek")
 
 
 # ---- trained policy -----------------------------------------------------------------------------------------------

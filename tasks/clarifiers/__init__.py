@@ -2,7 +2,8 @@
 
 Each method registers where it is defined, ``@method("freeqa")`` on its factory (``reference=`` for a reference
 row: the oracle, the ready-now floor); the registry imports this package's modules on its first lookup
-(``get_method``, ``method_names``, ``reference_of``). An extension outside the package calls ``register``.
+(``get_method``, ``method_names``, ``reference_of``). An extension outside the package calls
+``METHODS.add(name, "module:factory", reference=...)`` (``METHODS``: a :class:`tasks.registry.Registry`).
 
 The method interface and the gap inventory's records load their module on first use (PEP 562)."""
 
@@ -14,12 +15,13 @@ from tasks.lazy_exports import lazy_exports
 
 _HOME = {
     "Method": "base", "MethodContext": "base", "get_method": "base", "method_names": "base", "reference_of": "base",
-    "method": "base", "register": "base",
+    "method": "base", "METHODS": "base",
     "GAP_CATEGORIES": "gaps", "BriefFacts": "gaps", "GapCandidate": "gaps", "GapInventory": "gaps",
 }
 
 __all__ = [
     "GAP_CATEGORIES",
+    "METHODS",
     "BriefFacts",
     "GapCandidate",
     "GapInventory",
@@ -29,11 +31,18 @@ __all__ = [
     "method",
     "method_names",
     "reference_of",
-    "register",
 ]
 
 if TYPE_CHECKING:
-    from tasks.clarifiers.base import Method, MethodContext, get_method, method, method_names, reference_of, register
+    from tasks.clarifiers.base import (
+        METHODS,
+        Method,
+        MethodContext,
+        get_method,
+        method,
+        method_names,
+        reference_of,
+    )
     from tasks.clarifiers.gaps import GAP_CATEGORIES, BriefFacts, GapCandidate, GapInventory
 
 

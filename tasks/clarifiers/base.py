@@ -24,6 +24,7 @@ from tasks.domains.optimization.gaps import OPTIMIZATION
 from tasks.episodes.records import AgentAction, AgentView, Protocol
 from tasks.llm.records import RoleConfig, RoleFailure
 from tasks.records import MethodReference
+from tasks.registry import Registry
 from tasks.roles.base import RoleSpec, run_role
 from tasks.roles.config import RolesParams
 
@@ -106,67 +107,34 @@ class BaseAgent:
 Factory = Callable[[str, dict[str, Any]], Method]
 """What a method kind registers: it takes (display name, options) and returns a Method."""
 
-_REGISTRY: dict[str, Factory | str] = {}
-"""Method kind -> its factory, or "module:factory" for an extension registered from outside (imported on use)."""
-_REFERENCE: dict[str, MethodReference] = {}
-"""Method kind -> why its rows are reference rows (privileged or a bound); absent: a ranked method."""
-_discovered = False
+
+def _discover() -> None:
+    """Import every module of this package once, so each method's ``@method`` has run (none loads a model)."""
+    package = __name__.rpartition(".")[0]
+    for info in pkgutil.iter_modules([str(Path(__file__).parent)]):
+        importlib.import_module(f"{package}.{info.name}")
 
 
-def method(name: str, *, reference: MethodReference | None = None) -> Callable[[Factory], Factory]:
-    """Register the decorated factory as method kind ``name``, declared where the method is defined; a
-    ``reference`` says why its rows are reference rows (shown apart, never ranked), none: a ranked method."""
+METHODS: Registry[Factory] = Registry("method", discover=_discover)
+"""Method kind -> its factory (metadata ``reference``: why its rows are reference rows, absent: a ranked method).
+This package's modules are imported on the first lookup; an extension outside it adds its own kind with
+``METHODS.add(name, "module:factory", reference=...)`` (``replace=True`` to replace a kind)."""
 
-    def wrap(factory: Factory) -> Factory:
-        _add(name, factory, reference)
-        return factory
-
-    return wrap
-
-
-def register(name: str, target: Factory | str, reference: MethodReference | None = None) -> None:
-    """Register a method from outside this package (an extension): ``target`` is its factory or "module:factory"."""
-    _discover()
-    _add(name, target, reference)
-
-
-def _add(name: str, target: Factory | str, reference: MethodReference | None) -> None:
-    _REGISTRY[name] = target
-    _REFERENCE.pop(name, None)
-    if reference is not None:
-        _REFERENCE[name] = reference
+method = METHODS.register
+"""``@method("freeqa", reference=None)`` on a factory registers it as that method kind, declared where the method is
+defined; a ``reference`` (a :class:`MethodReference`) says why its rows are reference rows (shown apart, never
+ranked)."""
 
 
 def reference_of(kind: str) -> MethodReference | None:
     """Why the method kind's rows are reference rows, or None for a method ranked with the others."""
-    _discover()
-    return _REFERENCE.get(kind)
+    return METHODS.meta(kind).get("reference") if kind in METHODS else None
 
 
 def method_names() -> list[str]:
-    _discover()
-    return sorted(_REGISTRY)
+    return sorted(METHODS.names())
 
 
 def get_method(name: str, kind: str | None = None, options: dict[str, Any] | None = None) -> Method:
     """Build the method registered as ``kind`` (default: ``name``) under the display name ``name``."""
-    _discover()
-    kind = kind or name
-    if kind not in _REGISTRY:
-        raise KeyError(f"unknown method {kind!r} (known: {', '.join(sorted(_REGISTRY))})")
-    factory = _REGISTRY[kind]
-    if isinstance(factory, str):
-        module, attr = factory.split(":")
-        factory = getattr(importlib.import_module(module), attr)
-    return factory(name, dict(options or {}))
-
-
-def _discover() -> None:
-    """Import every module of this package once, so each method's ``@method`` has run (none loads a model)."""
-    global _discovered
-    if _discovered:
-        return
-    package = __name__.rpartition(".")[0]
-    for info in pkgutil.iter_modules([str(Path(__file__).parent)]):
-        importlib.import_module(f"{package}.{info.name}")
-    _discovered = True
+    return METHODS.get(kind or name)(name, dict(options or {}))

@@ -16,7 +16,7 @@ _HOME = {
     "parse_questions": "parse",
     "RewardBreakdown": "staged", "RewardSample": "staged", "StagedReward": "staged", "completion_text": "staged",
     "gated_total": "staged",
-    "STAGES": "stages", "register": "stages",
+    "STAGES": "stages",
     "reward_functions": "trl_glue", "reward_weights": "trl_glue",
     "CLARITI_WEIGHTS": "weights", "RelevanceWeights": "weights", "load_weights": "weights",
 }
@@ -40,7 +40,6 @@ __all__ = [
     "gated_total",
     "load_weights",
     "parse_questions",
-    "register",
     "reward_functions",
     "reward_weights",
 ]
@@ -50,7 +49,7 @@ if TYPE_CHECKING:
     from tasks.rewards.judges import Judges, RoleJudges
     from tasks.rewards.parse import parse_questions
     from tasks.rewards.staged import RewardBreakdown, RewardSample, StagedReward, completion_text, gated_total
-    from tasks.rewards.stages import STAGES, register
+    from tasks.rewards.stages import STAGES
     from tasks.rewards.trl_glue import reward_functions, reward_weights
     from tasks.rewards.weights import CLARITI_WEIGHTS, RelevanceWeights, load_weights
 

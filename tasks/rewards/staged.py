@@ -82,7 +82,7 @@ class StagedReward:
         failures: list[dict[str, int]] = [dict.fromkeys(order, 0) for _ in checked]
         alive = list(asking)
         for stage in order:
-            outcomes = STAGES[stage](self, batch, asking if self.cfg.evaluate_all else alive)
+            outcomes = STAGES.get(stage)(self, batch, asking if self.cfg.evaluate_all else alive)
             threshold = self.cfg.thresholds.get(stage)
             for i, outcome in outcomes.items():
                 values[i][stage] = outcome.value

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from tasks.registry import Registry
 from tasks.rewards.config import NEUTRAL
 from tasks.rewards.intents import intent_clusters, same_intent
 
@@ -43,15 +44,8 @@ class StageOutcome:
 
 
 StageFn = Callable[["StagedReward", Batch, Sequence[int]], dict[int, StageOutcome]]
-STAGES: dict[str, StageFn] = {}
-
-
-def register(name: str) -> Callable[[StageFn], StageFn]:
-    def wrap(fn: StageFn) -> StageFn:
-        STAGES[name] = fn
-        return fn
-
-    return wrap
+STAGES: Registry[StageFn] = Registry("reward stage")
+"""Stage name -> its function, each registered where it is defined (``@STAGES.register("diversity")``)."""
 
 
 def _flatten(batch: Batch, samples: Sequence[int]) -> tuple[list[int], list[str]]:
@@ -79,7 +73,7 @@ def _per_sample(reward: StagedReward, stage: str, samples: Sequence[int], owners
             for i in samples if counts[i] or fails[i]}
 
 
-@register("non_redundancy")
+@STAGES.register("non_redundancy")
 def non_redundancy(reward: StagedReward, batch: Batch, samples: Sequence[int]) -> dict[int, StageOutcome]:
     """1 − redundant/total: a question is redundant when the incomplete issue already answers it."""
     owners, questions = _flatten(batch, samples)
@@ -88,7 +82,7 @@ def non_redundancy(reward: StagedReward, batch: Batch, samples: Sequence[int]) -
                        [None if f is None else float(not f) for f in flags])
 
 
-@register("answerability")
+@STAGES.register("answerability")
 def answerability(reward: StagedReward, batch: Batch, samples: Sequence[int]) -> dict[int, StageOutcome]:
     """answerable/total against the full issue plus hints."""
     owners, questions = _flatten(batch, samples)
@@ -97,7 +91,7 @@ def answerability(reward: StagedReward, batch: Batch, samples: Sequence[int]) ->
     return _per_sample(reward, "answerability", samples, owners, [None if f is None else float(f) for f in flags])
 
 
-@register("task_relevance")
+@STAGES.register("task_relevance")
 def task_relevance(reward: StagedReward, batch: Batch, samples: Sequence[int]) -> dict[int, StageOutcome]:
     """Mean category weight of the questions (``irrelevant`` = 0); an unknown label counts as a failure."""
     owners, _ = _flatten(batch, samples)
@@ -127,7 +121,7 @@ def _matrix(batch: Batch, texts: Sequence[str]) -> np.ndarray:
     return np.stack([batch.vectors[t] for t in texts]) if texts else np.zeros((0, 0), np.float32)
 
 
-@register("diversity")
+@STAGES.register("diversity")
 def diversity(reward: StagedReward, batch: Batch, samples: Sequence[int]) -> dict[int, StageOutcome]:
     """``intent`` mode: distinct intents / total, where an intent also met in a sibling completion or a cached
     recent generation does not count (see ``tasks.rewards.intents``). ``embedding`` mode: 1 − similar/total, a

@@ -19,9 +19,9 @@ Kinds (``evaluate.swe.methods[].method``, default = ``name``):
 - ``published``: a fixed question list per issue from the CLARITI workbook (``options: {column: …}``); a case
   whose source issue has no list is skipped and counted.
 
-:func:`method` on each class registers its kind, its options model and, for a reference kind, why its rows are
-reference rows: those are reported apart from the ranked methods (``reference_methods`` in the summary) and never
-ranked with them.
+:func:`method` on each class registers its kind in :data:`SWE_METHODS` (a :class:`tasks.registry.Registry`), with
+its options model and, for a reference kind, why its rows are reference rows: those are reported apart from the
+ranked methods (``reference_methods`` in the summary) and never ranked with them.
 
 ``complete(cases)`` returns one :class:`Completion` per case; ``fingerprint()`` (and ``case_input``) enter the
 unit cache key, so a changed adapter, model or list recomputes exactly the affected units.
@@ -40,6 +40,7 @@ from tasks.categories import Category
 from tasks.errors import InputError
 from tasks.llm.records import RoleConfig
 from tasks.records import Case, MethodReference
+from tasks.registry import Registry
 from tasks.roles.config import RolesParams
 from tasks.training.policy import PolicyOptions
 
@@ -74,23 +75,19 @@ def by_weight(categories: Sequence[Category], weights: dict[str, float]) -> list
     return sorted(categories, key=lambda c: (-weights.get(c.key, 0.0), order.index(c)))
 
 
-_KINDS: dict[str, tuple[type[SweMethod], type[BaseModel] | None]] = {}
-"""Method kind -> its class and its options model (None: it takes no options), in the order they are declared."""
-_REFERENCE: dict[str, MethodReference] = {}
-"""Method kind -> why its rows are reference rows (shown apart, never ranked); a kind not listed is ranked."""
+SWE_METHODS: Registry[type[SweMethod]] = Registry("method kind")
+"""Method kind -> its class, in the order they are declared; metadata ``options`` (its options model, None: it takes
+no options) and ``reference`` (why its rows are reference rows, shown apart and never ranked; absent: ranked)."""
 
 
 def method(kind: str, *, options: type[BaseModel] | None = None, reference: MethodReference | None = None
            ) -> Callable[[type[SweMethod]], type[SweMethod]]:
-    """Register the decorated class as method kind ``kind`` (it becomes the class's ``kind``), built with its
-    ``options`` validated by that model; a ``reference`` makes its rows reference rows."""
+    """``SWE_METHODS.register`` that also sets the class's ``kind``: the decorated class becomes method kind ``kind``,
+    built with its ``options`` validated by that model; a ``reference`` makes its rows reference rows."""
 
     def wrap(cls: type[SweMethod]) -> type[SweMethod]:
         cls.kind = kind
-        _KINDS[kind] = (cls, options)
-        if reference is not None:
-            _REFERENCE[kind] = reference
-        return cls
+        return SWE_METHODS.register(kind, options=options, reference=reference)(cls)
 
     return wrap
 
@@ -326,16 +323,16 @@ class Published(SweMethod):
 
 def reference_of(kind: str) -> MethodReference | None:
     """Why the method kind's rows are reference rows, or None for a method ranked with the others."""
-    return _REFERENCE.get(kind)
+    return SWE_METHODS.meta(kind).get("reference") if kind in SWE_METHODS else None
 
 
 def parse_options(kind: str, options: dict[str, Any]) -> BaseModel | None:
     """The method's options, validated (ValueError naming the first bad field)."""
     from pydantic import ValidationError
 
-    if kind not in _KINDS:
-        raise ValueError(f"unknown method kind {kind!r} (known: {', '.join(_KINDS)})")
-    model = _KINDS[kind][1]
+    if kind not in SWE_METHODS:
+        raise ValueError(f"unknown method kind {kind!r} (known: {', '.join(SWE_METHODS.names())})")
+    model = SWE_METHODS.meta(kind)["options"]
     if model is None:
         if options:
             raise ValueError(f"method kind {kind!r} takes no options")
@@ -350,7 +347,7 @@ def parse_options(kind: str, options: dict[str, Any]) -> BaseModel | None:
 
 def build_method(name: str, kind: str, options: dict[str, Any], ctx: QuestionContext, **extra: Any) -> SweMethod:
     parsed = parse_options(kind, options)  # raises ValueError for an unknown kind
-    cls = _KINDS[kind][0]
+    cls = SWE_METHODS.get(kind)
     return cls(name, ctx) if parsed is None else cls(name, ctx, parsed, **extra)
 
 
