@@ -6,7 +6,8 @@ method's ``reference`` or a question method's ``options`` model). Three ways in:
 
 - ``@REG.register("name", **meta)`` on a function or class, where it is defined;
 - ``REG.add("name", target, **meta)`` for a value (a ``RoleSpec``, a profile dict);
-- ``REG.add("name", "package.module:attr")``: a lazy target, imported on its first ``get``.
+- ``REG.add("name", "package.module:attr")``: a lazy target, imported on its first ``get`` (a string target is
+  always lazy, so a registry of strings is not what this is for).
 
 ``get(name)`` returns the target (resolving a lazy one once) or raises ``KeyError`` naming the registry and listing
 the known names; ``names()`` lists them in registration order; ``meta(name)`` gives the entry's metadata. A second

@@ -22,7 +22,10 @@ from tasks.roles.config import ROLE_NAMES
 from tasks.roles.registry import get_spec
 from tests.anthropic_server import MessagesServer
 from tests.openai_server import ChatServer
+from tests.test_registry import import_every_role
 from tests.test_roles_llm_backend import example
+
+import_every_role()  # every declared role (ROLE_NAMES) has its spec registered
 
 KEY_ENV = "CLARIFYFLOW_TEST_PROVIDER_KEY"
 ASK = ChoiceAgentOutput(action="question", question="Which bread matters most?",

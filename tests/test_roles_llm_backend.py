@@ -16,6 +16,9 @@ from tasks.llm.records import RoleConfig, RoleFailure
 from tasks.roles.base import run_role
 from tasks.roles.config import ROLE_NAMES, RolesParams, describe_roles
 from tasks.roles.registry import get_spec
+from tests.test_registry import import_every_role
+
+import_every_role()  # every declared role (ROLE_NAMES) has its spec registered
 
 ISSUE = (
     "Calling `frobnicate(None)` crashes.\n\n```\nTraceback (most recent call last):\n  File \"app.py\", line 3\n"

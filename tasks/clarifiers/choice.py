@@ -42,6 +42,7 @@ from tasks.clarifiers.interopt_roles import OPTION_SET_SCHEMA, narrow_question, 
 from tasks.domains.api import DomainContext
 from tasks.episodes.records import AgentAction, AgentView, Protocol, TranscriptRow
 from tasks.roles.base import RoleSpec
+from tasks.roles.registry import ROLES
 
 OPTION_KEYS = ("A", "B", "C")
 OTHER_OPTION = re.compile(r"^\s*(other\b|none of (the|these)\b|something else\b|not sure\b|i'?d like to explain\b|"
@@ -116,6 +117,7 @@ def choice_local(inp: ChoiceAgentInput, domain: DomainContext) -> ChoiceAgentOut
 
 SPEC = RoleSpec(name="or_choice_agent", input_model=ChoiceAgentInput, output_model=ChoiceAgentOutput,
                 local=choice_local, reads_domain=True)
+ROLES.add(SPEC.name, SPEC)
 
 
 class ChoiceAgent(BaseAgent):

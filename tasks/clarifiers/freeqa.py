@@ -26,6 +26,7 @@ from tasks.episodes.records import USER_PREFIX, AgentAction, AgentView, Protocol
 from tasks.errors import InputError
 from tasks.llm.records import RoleFailure
 from tasks.roles.base import RoleSpec
+from tasks.roles.registry import ROLES
 
 NON_ANSWER_PATIENCE = 3
 """Consecutive non-answers after which the local agents stop asking."""
@@ -248,6 +249,7 @@ def generic_local(inp: AgentInput, domain: DomainContext) -> GenericAgentOutput:
 
 SPEC = RoleSpec(name="or_generic_agent", input_model=AgentInput, output_model=GenericAgentOutput, local=generic_local,
                 reads_domain=True)
+ROLES.add(SPEC.name, SPEC)
 
 
 # ---- the method ---------------------------------------------------------------------------------------------------

@@ -35,6 +35,7 @@ from tasks.clarifiers.ledger import MAX_NEW_PER_TURN, GapRow, GapUpdate, normali
 from tasks.domains.api import DomainContext
 from tasks.episodes.records import PublicTurn
 from tasks.roles.base import RoleSpec
+from tasks.roles.registry import ROLES
 
 OptionId = Literal["A", "B", "C"]
 OPTION_SET_SCHEMA = {"type": "object", "properties": {k: {"type": "string"} for k in ("A", "B", "C")},
@@ -376,6 +377,7 @@ def gap_search_local(inp: GapSearchInput, domain: DomainContext) -> GapSearchOut
 
 GAP_SEARCH_SPEC = RoleSpec(name="or_gap_search", input_model=GapSearchInput, output_model=GapSearchOutput,
                            local=gap_search_local, reads_domain=True)
+ROLES.add(GAP_SEARCH_SPEC.name, GAP_SEARCH_SPEC)
 
 
 # ---- Stage 2 (choice): candidate states and questions ------------------------------------------------------------
@@ -494,6 +496,7 @@ def candidate_local(inp: CandidateInput, domain: DomainContext) -> CandidateOutp
 
 CANDIDATE_SPEC = RoleSpec(name="or_candidate_agent", input_model=CandidateInput, output_model=CandidateOutput,
                           local=candidate_local, reads_domain=True)
+ROLES.add(CANDIDATE_SPEC.name, CANDIDATE_SPEC)
 
 
 # ---- selector ----------------------------------------------------------------------------------------------------
@@ -551,6 +554,7 @@ def selector_local(inp: SelectorInput) -> SelectorOutput:
 
 SELECTOR_SPEC = RoleSpec(name="or_question_selector", input_model=SelectorInput, output_model=SelectorOutput,
                          local=selector_local)
+ROLES.add(SELECTOR_SPEC.name, SELECTOR_SPEC)
 
 
 # ---- InterOPT without Stage 2 (choice): gap search and one question in one call -------------------------------------
@@ -610,6 +614,7 @@ def direct_local(inp: DirectInput, domain: DomainContext) -> DirectOutput:
 
 DIRECT_SPEC = RoleSpec(name="or_direct_question", input_model=DirectInput, output_model=DirectOutput,
                        local=direct_local, reads_domain=True)
+ROLES.add(DIRECT_SPEC.name, DIRECT_SPEC)
 
 
 # ---- answer-gap alignment (our aligned mode) -----------------------------------------------------------------------
@@ -642,6 +647,7 @@ def alignment_local(inp: AlignmentInput, domain: DomainContext) -> AlignmentOutp
 
 ALIGNMENT_SPEC = RoleSpec(name="or_gap_alignment", input_model=AlignmentInput, output_model=AlignmentOutput,
                           local=alignment_local, reads_domain=True)
+ROLES.add(ALIGNMENT_SPEC.name, ALIGNMENT_SPEC)
 
 
 # ---- Open: Stage 1 gap search ------------------------------------------------------------------------------------
@@ -714,6 +720,7 @@ def open_gap_search_local(inp: OpenGapSearchInput, domain: DomainContext) -> Ope
 
 OPEN_GAP_SEARCH_SPEC = RoleSpec(name="or_open_gap_search", input_model=OpenGapSearchInput,
                                 output_model=OpenGapSearchOutput, local=open_gap_search_local, reads_domain=True)
+ROLES.add(OPEN_GAP_SEARCH_SPEC.name, OPEN_GAP_SEARCH_SPEC)
 
 
 # ---- Open: Stage 2 candidate questions ---------------------------------------------------------------------------
@@ -807,3 +814,4 @@ def open_candidate_local(inp: OpenCandidateInput, domain: DomainContext) -> Open
 
 OPEN_CANDIDATE_SPEC = RoleSpec(name="or_open_candidate_agent", input_model=OpenCandidateInput,
                                output_model=OpenCandidateOutput, local=open_candidate_local, reads_domain=True)
+ROLES.add(OPEN_CANDIDATE_SPEC.name, OPEN_CANDIDATE_SPEC)

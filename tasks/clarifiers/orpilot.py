@@ -34,6 +34,7 @@ from tasks.domains.api import DomainContext
 from tasks.domains.optimization.gaps import OBJECTIVE_CUE
 from tasks.episodes.records import READY_MARKER, AgentAction, AgentView, Protocol
 from tasks.roles.base import RoleSpec
+from tasks.roles.registry import ROLES
 
 COMPLETE_MARKER = "[INTERVIEW_COMPLETE]"
 CONFIRMATION_OPENING = "To confirm my understanding before I build the model"
@@ -155,6 +156,7 @@ def orpilot_local(inp: AgentInput, domain: DomainContext) -> OrpilotOutput:
 
 SPEC = RoleSpec(name="or_orpilot_agent", input_model=AgentInput, output_model=OrpilotOutput, local=orpilot_local,
                 reads_domain=True)
+ROLES.add(SPEC.name, SPEC)
 
 
 # ---- the method ---------------------------------------------------------------------------------------------------

@@ -28,6 +28,7 @@ from tasks.domains.api import DomainContext
 from tasks.episodes.records import AgentAction, AgentView, Protocol, TranscriptRow
 from tasks.llm.records import RoleFailure
 from tasks.roles.base import RoleSpec
+from tasks.roles.registry import ROLES
 
 EVENT_LOG = "counterfactual_ready_gate_events"
 MAX_FEEDBACK_WORDS = 500
@@ -73,6 +74,7 @@ def gate_local(inp: GateInput, domain: DomainContext) -> GateOutput:
 
 SPEC = RoleSpec(name="or_ready_gate", input_model=GateInput, output_model=GateOutput, local=gate_local,
                 reads_domain=True)
+ROLES.add(SPEC.name, SPEC)
 
 
 class GateOptions(BaseModel):

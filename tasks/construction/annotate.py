@@ -26,6 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from tasks.construction.eligibility import LOWER, UPPER, eligibility, numbers
 from tasks.records import Unit
 from tasks.roles.base import RoleSpec
+from tasks.roles.registry import ROLES
 from tasks.roles.slot_hit import ENTITY_HEADS
 
 SNAKE = re.compile(r"^[a-z0-9]+(?:_[a-z0-9]+){0,5}$")
@@ -402,3 +403,4 @@ def local_batch(inputs: Sequence[SlotAnnotateInput]) -> list[SlotAnnotation]:
 
 SPEC = RoleSpec(name="slot_annotator", input_model=SlotAnnotateInput, output_model=SlotAnnotation, local=local,
                 local_batch=local_batch)
+ROLES.add(SPEC.name, SPEC)

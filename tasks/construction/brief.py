@@ -22,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from tasks.llm.records import RoleConfig, RoleFailure
 from tasks.records import Unit
 from tasks.roles.base import RoleSpec, run_role
+from tasks.roles.registry import ROLES
 from tasks.text import normalise_ws
 
 
@@ -108,6 +109,7 @@ def local(inp: RewriteInput) -> RewriteOutput:
 
 
 SPEC = RoleSpec(name="rewriter", input_model=RewriteInput, output_model=RewriteOutput, local=local)
+ROLES.add(SPEC.name, SPEC)
 
 
 def leaked_units(brief: str, hidden: Sequence[Unit]) -> list[str]:

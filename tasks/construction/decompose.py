@@ -30,6 +30,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from tasks.construction import UNIT_KINDS
 from tasks.records import Unit
 from tasks.roles.base import RoleSpec
+from tasks.roles.registry import ROLES
 
 Kind = Literal["context", "data", "constraint", "objective", "assumption"]
 assert get_args(Kind) == UNIT_KINDS
@@ -556,3 +557,4 @@ SPEC = RoleSpec(
     local=local,
     local_batch=local_batch,
 )
+ROLES.add(SPEC.name, SPEC)

@@ -42,6 +42,7 @@ from tasks.llm.records import RoleFailure
 from tasks.records import Case, HiddenSlot
 from tasks.roles import slot_hit as sh
 from tasks.roles.base import RoleSpec
+from tasks.roles.registry import ROLES
 
 if TYPE_CHECKING:
     from tasks.domains.api import DomainContext
@@ -441,6 +442,7 @@ def session_local(inp: SessionJudgeInput) -> SessionJudgeOutput:
 
 SESSION_SPEC = RoleSpec(name="or_session_judge", input_model=SessionJudgeInput, output_model=SessionJudgeOutput,
                         local=session_local, local_batch=session_local_batch)
+ROLES.add(SESSION_SPEC.name, SESSION_SPEC)
 
 
 # ---- judging episodes -------------------------------------------------------------------------------------------

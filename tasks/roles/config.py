@@ -3,127 +3,96 @@ them for reports."""
 
 from __future__ import annotations
 
-from typing import Literal, NamedTuple
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_serializer, model_validator
 
 from tasks.llm.records import RoleConfig
 
-
-class Role(NamedTuple):
-    """One model role, as the registry declares it."""
-
-    spec: str
-    """Where its ``RoleSpec`` lives, ``module:attribute`` (imported on demand by ``tasks.roles.registry.get_spec``)."""
-    local: str
-    """What its local backend is, in words, for reports."""
-
-
-ROLES: dict[str, Role] = {
-    "annotator": Role(
-        "tasks.roles.annotator:SPEC",
+LOCAL_BACKENDS: dict[str, str] = {
+    "annotator": (
         "rules + MiniLM prototype similarity + logistic unit scorer (annotator_weights.npz)"),
-    "question_classifier": Role(
-        "tasks.roles.question_classifier:SPEC",
+    "question_classifier": (
         "keyword cues + MiniLM similarity to prototype questions"),
-    "swe_user": Role(
-        "tasks.roles.swe_user:SPEC",
+    "swe_user": (
         "verbatim retrieval from the full issue and hints (MiniLM + word overlap + category)"),
-    "or_open_user": Role(
-        "tasks.roles.or_user:OPEN_SPEC",
+    "or_open_user": (
         "question-part to hidden-fact matching (MiniLM + word overlap)"),
-    "or_choice_user": Role(
-        "tasks.roles.or_user:CHOICE_SPEC",
+    "or_choice_user": (
         "option to hidden-fact matching (MiniLM + word overlap, number and negation checks)"),
-    "redundancy_judge": Role(
-        "tasks.roles.swe_judges:REDUNDANCY_SPEC",
+    "redundancy_judge": (
         "own passage judge over the incomplete text (MiniLM + IDF overlap + asked-evidence check; independent of "
         "swe_user)"),
-    "answerability_judge": Role(
-        "tasks.roles.swe_judges:ANSWERABILITY_SPEC",
+    "answerability_judge": (
         "own passage judge over the full text and hints (MiniLM + IDF overlap + asked-evidence check, generic asks "
         "refused; independent of swe_user)"),
-    "slot_hit_judge": Role(
-        "tasks.roles.slot_hit:SPEC",
+    "slot_hit_judge": (
         "weighted MiniLM/word-overlap features vs the slot rubric, fitted thresholds"),
-    "question_detector": Role(
-        "tasks.roles.question_detector:SPEC",
+    "question_detector": (
         "rules (question marks, list items, READY markers)"),
-    "decomposer": Role(
-        "tasks.construction.decompose:SPEC",
+    "decomposer": (
         "rules (sentences, bullet items, whole markdown tables, cue words) + MiniLM kind prototypes"),
-    "slot_annotator": Role(
-        "tasks.construction.annotate:SPEC",
+    "slot_annotator": (
         "rules and templates over the hidden unit and its kind"),
-    "rewriter": Role(
-        "tasks.construction.brief:SPEC",
+    "rewriter": (
         "visible units joined in order into paragraphs (no gap markers)"),
-    "question_writer": Role(
-        "tasks.roles.question_writer:SPEC",
+    "question_writer": (
         "per-category question templates filled with the issue's files, calls, errors and library"),
-    "or_generic_agent": Role(
-        "tasks.clarifiers.freeqa:SPEC",
+    "or_generic_agent": (
         "one open gap per gap category from the gap inventory (priority order) as one QUESTION; READY once every "
         "category was asked, after 3 non-answers in a row, or at the last turn; a gap named in reviewer feedback "
         "first"),
-    "or_choice_agent": Role(
-        "tasks.clarifiers.choice:SPEC",
+    "or_choice_agent": (
         "as or_generic_agent, each gap's question with its three A/B/C hypotheses (allow_other under mc_d)"),
-    "or_ready_gate": Role(
-        "tasks.clarifiers.readygate:SPEC",
+    "or_ready_gate": (
         "BLOCK while the gap inventory still holds an unasked objective, hard/soft policy or constraint gap "
         "(feedback names it and its question), else PASS"),
-    "or_orpilot_agent": Role(
-        "tasks.clarifiers.orpilot:SPEC",
+    "or_orpilot_agent": (
         "ORPilot interview order from brief templates (objective, decisions, constraints, indices, separate entity "
         "types), then one confirmation QUESTION, then [INTERVIEW_COMPLETE] + summary"),
-    "or_gap_search": Role(
-        "tasks.clarifiers.interopt_roles:GAP_SEARCH_SPEC",
+    "or_gap_search": (
         "inventory gaps (gaps.py) not yet in the ledger or settled by the transcript, at most 3 per turn"),
-    "or_open_gap_search": Role(
-        "tasks.clarifiers.interopt_roles:OPEN_GAP_SEARCH_SPEC",
+    "or_open_gap_search": (
         "up to 5 unasked inventory gaps by priority; ready_to_model when none is left"),
-    "or_candidate_agent": Role(
-        "tasks.clarifiers.interopt_roles:CANDIDATE_SPEC",
+    "or_candidate_agent": (
         "three MC-D questions from the 3 highest-priority OPEN ledger gaps (inventory question and hypotheses), "
         "READY when none is open; without a ledger, one gap per category"),
-    "or_open_candidate_agent": Role(
-        "tasks.clarifiers.interopt_roles:OPEN_CANDIDATE_SPEC",
+    "or_open_candidate_agent": (
         "the guidance gaps' direct questions scored by priority, padded with assumption checks; READY with "
         "confidence 0.9 - 0.15 per unconfirmed point"),
-    "or_question_selector": Role(
-        "tasks.clarifiers.interopt_roles:SELECTOR_SPEC",
+    "or_question_selector": (
         "published priority order (objective > rules/policies > scope/entity/time > rest) over the candidates' "
         "bound gap categories"),
-    "or_direct_question": Role(
-        "tasks.clarifiers.interopt_roles:DIRECT_SPEC",
+    "or_direct_question": (
         "gap search and the highest-priority OPEN or new gap's MC-D question in one step"),
-    "or_gap_alignment": Role(
-        "tasks.clarifiers.interopt_roles:ALIGNMENT_SPEC",
+    "or_gap_alignment": (
         "settled unless the public reply is a non-answer ('still needs confirmation', don't know) or picks an "
         "option that was not offered"),
-    "or_session_judge": Role(
-        "tasks.evaluation.judge:SESSION_SPEC",
+    "or_session_judge": (
         "silent assumptions: unhedged READY-summary/question statements scored against each unconfirmed slot "
         "(logistic over MiniLM + word overlap); stopping label by the re-audit rules plus over-questioning after N "
         "low-value turns"),
-    "strategy_tagger": Role(
-        "tasks.roles.strategy_tagger:SPEC",
+    "strategy_tagger": (
         "keyword and pattern rules for the four CLARITI answerability strategies (evidence-based, specific, scoped, "
         "actionable)"),
 }
-"""Every model role, in report order: the one place a role is declared (its settings: ``params.yaml: roles.<name>``,
-:class:`RolesParams`, one field per role)."""
+"""Every model role, in report order, with what its local backend is, in words, for reports (its settings:
+``params.yaml: roles.<name>``, :class:`RolesParams`, one field per role). Each role's ``RoleSpec`` registers in
+``tasks.roles.registry.ROLES`` where it is defined (``ROLES.add(SPEC.name, SPEC)``), so this package names no module
+above it."""
 
-ROLE_NAMES = tuple(ROLES)
+ROLE_NAMES = tuple(LOCAL_BACKENDS)
 
 
 PRESET_GROUPS = {
-    "agent": ("or_generic_agent", "or_choice_agent", "or_ready_gate", "or_orpilot_agent", "or_gap_search",
+    "agent": (
+        "or_generic_agent", "or_choice_agent", "or_ready_gate", "or_orpilot_agent", "or_gap_search",
               "or_open_gap_search", "or_candidate_agent", "or_open_candidate_agent", "or_question_selector",
               "or_direct_question", "or_gap_alignment"),
-    "user": ("or_open_user", "or_choice_user"),
-    "judge": ("slot_hit_judge", "or_session_judge", "question_detector"),
+    "user": (
+        "or_open_user", "or_choice_user"),
+    "judge": (
+        "slot_hit_judge", "or_session_judge", "question_detector"),
 }
 """The roles of an episode evaluation (evaluate@optimization, evaluate@analytics) that ``roles.preset`` sets: the
 clarifying agents' roles, the simulated user, and the judges (the slot-hit judge, the session judge, and the question
@@ -292,7 +261,7 @@ def describe_roles(roles: RolesParams) -> dict[str, dict]:
     for name in ROLE_NAMES:
         cfg = roles.get(name)
         if cfg.backend == "local":
-            out[name] = {"backend": "local", "implementation": ROLES[name].local}
+            out[name] = {"backend": "local", "implementation": LOCAL_BACKENDS[name]}
         else:
             out[name] = {
                 "backend": "llm",

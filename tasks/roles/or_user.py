@@ -23,6 +23,7 @@ from tasks.records import Case
 from tasks.roles import slot_hit as sh
 from tasks.roles.base import RoleSpec
 from tasks.roles.question_detector import split_questions
+from tasks.roles.registry import ROLES
 
 NEEDS_CONFIRMATION = "That point still needs internal confirmation on our side, so I can't give you a firm answer yet."
 FIXED_OPTION_D_TEXT = "D. None of these fits our situation; I'll describe it in my own words."
@@ -177,6 +178,7 @@ def open_local(inp: OpenUserInput) -> OpenUserOutput:
 
 OPEN_SPEC = RoleSpec(name="or_open_user", input_model=OpenUserInput, output_model=OpenUserOutput, local=open_local,
                      local_batch=open_local_batch)
+ROLES.add(OPEN_SPEC.name, OPEN_SPEC)
 
 
 # ---- choice protocol (MC / MC-D) ----------------------------------------------------------------------------------
@@ -316,3 +318,4 @@ def choice_local(inp: ChoiceUserInput) -> ChoiceUserOutput:
 
 CHOICE_SPEC = RoleSpec(name="or_choice_user", input_model=ChoiceUserInput, output_model=ChoiceUserOutput,
                        local=choice_local, local_batch=choice_local_batch)
+ROLES.add(CHOICE_SPEC.name, CHOICE_SPEC)

@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from tasks.categories import Category
 from tasks.llm.embeddings import encode
 from tasks.roles.base import QuestionInput, RoleSpec
+from tasks.roles.registry import ROLES
 
 IRRELEVANT = "irrelevant"
 Label = Category | Literal["irrelevant"]
@@ -317,3 +318,4 @@ SPEC = RoleSpec(
     local=local,
     local_batch=local_batch,
 )
+ROLES.add(SPEC.name, SPEC)

@@ -14,6 +14,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from tasks.roles.base import RoleSpec
+from tasks.roles.registry import ROLES
 
 READY_MARKERS = re.compile(r"\bREADY[_ ]TO[_ ]MODEL\b|\[INTERVIEW_COMPLETE\]", re.I)
 PREFIX = re.compile(r"^\s*(QUESTION|Q)\s*[:：]\s*", re.I)
@@ -102,3 +103,4 @@ def local_batch(inputs: Sequence[DetectorInput]) -> list[DetectorOutput]:
 
 SPEC = RoleSpec(name="question_detector", input_model=DetectorInput, output_model=DetectorOutput, local=local,
                 local_batch=local_batch)
+ROLES.add(SPEC.name, SPEC)

@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from tasks.categories import Category
 from tasks.roles.base import RoleSpec
+from tasks.roles.registry import ROLES
 
 
 class QuestionWriterInput(BaseModel):
@@ -81,6 +82,7 @@ def local(inp: QuestionWriterInput) -> QuestionWriterOutput:
 
 
 SPEC = RoleSpec(name="question_writer", input_model=QuestionWriterInput, output_model=QuestionWriterOutput, local=local)
+ROLES.add(SPEC.name, SPEC)
 
 
 def numbered(questions: list[str]) -> str:

@@ -25,6 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from tasks.llm.embeddings import encode
 from tasks.records import Case, HiddenSlot
 from tasks.roles.base import RoleSpec
+from tasks.roles.registry import ROLES
 
 # ---- text features -----------------------------------------------------------------------------------------------
 
@@ -385,3 +386,4 @@ def local(inp: SlotHitInput) -> SlotHitOutput:
 
 SPEC = RoleSpec(name="slot_hit_judge", input_model=SlotHitInput, output_model=SlotHitOutput, local=local,
                 local_batch=local_batch)
+ROLES.add(SPEC.name, SPEC)

@@ -20,6 +20,7 @@ import re
 from pydantic import BaseModel, ConfigDict
 
 from tasks.roles.base import QuestionInput, RoleSpec
+from tasks.roles.registry import ROLES
 
 STRATEGIES = ("evidence_based", "specific", "scoped", "actionable")
 """The four strategy tags, in the paper's order."""
@@ -119,3 +120,4 @@ def local(inp: QuestionInput) -> TaggerOutput:
 
 
 SPEC = RoleSpec(name="strategy_tagger", input_model=QuestionInput, output_model=TaggerOutput, local=local)
+ROLES.add(SPEC.name, SPEC)

@@ -28,6 +28,7 @@ from collections.abc import Sequence
 from pydantic import BaseModel, ConfigDict, Field
 
 from tasks.roles.base import RoleSpec
+from tasks.roles.registry import ROLES
 from tasks.text import FENCE, closing_fence
 
 
@@ -204,5 +205,7 @@ def answerability_local(inp: AnswerabilityInput) -> JudgeOutput:
 
 REDUNDANCY_SPEC = RoleSpec(name="redundancy_judge", input_model=RedundancyInput, output_model=JudgeOutput,
                            local=redundancy_local, local_batch=redundancy_local_batch)
+ROLES.add(REDUNDANCY_SPEC.name, REDUNDANCY_SPEC)
 ANSWERABILITY_SPEC = RoleSpec(name="answerability_judge", input_model=AnswerabilityInput, output_model=JudgeOutput,
                               local=answerability_local, local_batch=answerability_local_batch)
+ROLES.add(ANSWERABILITY_SPEC.name, ANSWERABILITY_SPEC)

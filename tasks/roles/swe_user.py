@@ -20,6 +20,7 @@ from tasks.categories import Category
 from tasks.llm.embeddings import encode
 from tasks.roles.base import RoleSpec
 from tasks.roles.question_classifier import IRRELEVANT, classify_with_vectors
+from tasks.roles.registry import ROLES
 from tasks.text import FENCE, closing_fence
 
 NO_INFO = "I don't have that information."
@@ -356,3 +357,4 @@ def local(inp: SweUserInput) -> SweUserOutput:
 
 SPEC = RoleSpec(name="swe_user", input_model=SweUserInput, output_model=SweUserOutput, local=local,
                 local_batch=local_batch)
+ROLES.add(SPEC.name, SPEC)

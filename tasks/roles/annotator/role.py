@@ -10,6 +10,7 @@ from tasks.roles.annotator.annotate import annotate_prepared, prepare_batch
 from tasks.roles.annotator.records import AnnotateInput, Annotation
 from tasks.roles.annotator.scorer import default_scorer
 from tasks.roles.base import RoleSpec
+from tasks.roles.registry import ROLES
 
 
 def local_batch(inputs: Sequence[AnnotateInput]) -> list[Annotation]:
@@ -23,3 +24,4 @@ def local(inp: AnnotateInput) -> Annotation:
 
 SPEC = RoleSpec(name="annotator", input_model=AnnotateInput, output_model=Annotation, local=local,
                 local_batch=local_batch)
+ROLES.add(SPEC.name, SPEC)
