@@ -31,6 +31,7 @@ from functools import partial
 
 from flows import cli
 from flows.cli import EXIT_INPUT, run_main
+from tasks.registry import Registry
 
 HEADLINE = ("RunCount", "AllSlotExactRestoreRate", "CoreExactRestoreRate", "WeightedSlotScore_macro", "RecoveryAUC",
             "AtomicQuestionsPerRun", "AverageTurns", "SilentAssumptionsPerRun", "PrematureStopRate", "ReadyRate")
@@ -99,7 +100,7 @@ def prepare(domain: str, params: str = "params.yaml"):
     dom = domain_of(domain, params_path)
     if domain not in cfg.evaluate:
         raise InputError(params_path, f"missing section evaluate.{domain}", field=f"evaluate.{domain}")
-    return EVALUATIONS[dom.evaluation].prepare(root, params_path, cfg, domain)
+    return EVALUATIONS.get(dom.evaluation).prepare(root, params_path, cfg, domain)
 
 
 def prepare_questions(root, params_path, cfg, domain: str):
@@ -150,7 +151,7 @@ def evaluate(domain: str = "optimization", params: str = "params.yaml", out: str
     started = time.monotonic()
     output_dir(repo_root(), domain, out)
     dom = domain_of(domain, repo_root() / params)
-    return EVALUATIONS[dom.evaluation].run(domain, params, out, runner, started, refresh_cache)
+    return EVALUATIONS.get(dom.evaluation).run(domain, params, out, runner, started, refresh_cache)
 
 
 def evaluate_episodes(domain: str, params: str, out: str | None, runner: str | None, started: float,
@@ -309,11 +310,10 @@ class EvaluationKind:
     """``(domain, params, out, runner, started, refresh) -> summary`` (the flow body for this kind)."""
 
 
-EVALUATIONS: dict[str, EvaluationKind] = {
-    "episodes": EvaluationKind(prepare=prepare_episodes, run=evaluate_episodes),
-    "questions": EvaluationKind(prepare=prepare_questions, run=evaluate_questions),
-}
+EVALUATIONS: Registry[EvaluationKind] = Registry("evaluation")
 """``Domain.evaluation`` -> how the domain is evaluated."""
+EVALUATIONS.add("episodes", EvaluationKind(prepare=prepare_episodes, run=evaluate_episodes))
+EVALUATIONS.add("questions", EvaluationKind(prepare=prepare_questions, run=evaluate_questions))
 
 
 def metric_rows(rows: dict, reference_rows: dict, headline: Callable[[dict], dict]) -> dict:

@@ -4,13 +4,14 @@ The interface is :class:`tasks.domains.api.Domain` (documented there, hook by ho
 ``tasks/domains/<name>/`` (or module) that exposes ``DOMAIN`` + ``construct.<name>`` and ``evaluate.<name>``
 entries in params.yaml + the name in ``domains:``; ``dvc.yaml``'s matrices pick it up. ``python -m flows.new_domain
 NAME`` scaffolds all of it. A domain is found where it is defined: a name resolves to ``tasks.domains.<name>`` when
-that package (or module) exists in this folder and is not one of the :data:`HELPERS`.
+that package (or module) exists in this folder and is not one of the :data:`HELPERS`; :data:`DOMAINS` (a
+:class:`tasks.registry.Registry`) holds each one looked up.
 """
 
 from __future__ import annotations
 
-import importlib
 import re
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -19,8 +20,9 @@ from tasks.caching import RunStats
 from tasks.domains.api import Domain, DomainContext, Eligibility
 from tasks.errors import DomainError
 from tasks.records import Case
+from tasks.registry import Registry
 
-__all__ = ["HELPERS", "NAME", "ConstructResult", "Domain", "DomainContext", "Eligibility", "domain_context",
+__all__ = ["DOMAINS", "HELPERS", "NAME", "ConstructResult", "Domain", "DomainContext", "Eligibility", "domain_context",
            "domain_names", "get_domain", "module_name"]
 
 NAME = re.compile(r"\A[a-z][a-z0-9_]{1,39}\Z")
@@ -53,20 +55,27 @@ def domain_names() -> list[str]:
     return sorted(n for n in found if module_name(n))
 
 
+DOMAINS: Registry[Domain] = Registry("domain")
+"""Domain name -> its ``DOMAIN``, registered as ``"tasks.domains.<name>:DOMAIN"`` (imported on its first lookup). The
+folder is the loader: :func:`get_domain` registers a name when this folder defines it, and reads the folder on every
+lookup, so a domain scaffolded while the process runs is found and no other domain is ever substituted."""
+
+
 def get_domain(name: str) -> Domain:
     """The ``DOMAIN`` of domain ``name``; a DomainError naming it when no module defines it or its module fails to
     import (never a fallback to another domain)."""
     module = module_name(name)
     if module is None:
         raise DomainError(f"unknown domain {name!r} (known: {', '.join(domain_names())})")
+    if name not in DOMAINS:
+        DOMAINS.add(name, f"{module}:DOMAIN")
     try:  # a package domain loads its DOMAIN on first use, so that import runs here too
-        domain = getattr(importlib.import_module(module), "DOMAIN", None)
+        return DOMAINS.get(name)
     except Exception as err:  # a broken domain module may raise anything while it runs
+        if isinstance(err, AttributeError) and module in sys.modules and not hasattr(sys.modules[module], "DOMAIN"):
+            raise DomainError(f"domain {name!r}: its module {module} defines no DOMAIN") from None
         raise DomainError(f"domain {name!r}: its module {module} fails to import ({type(err).__name__}: {err})"
                           ) from err
-    if domain is None:
-        raise DomainError(f"domain {name!r}: its module {module} defines no DOMAIN")
-    return domain
 
 
 def domain_context(name: str) -> DomainContext:

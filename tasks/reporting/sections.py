@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from tasks.registry import Registry
 from tasks.reporting.figures import plot_hidden_categories
 from tasks.reporting.inputs import GX_RESULTS, ReportInputs, flatten
 from tasks.reporting.model import Block, Figure, Report, Section, Table, Text
@@ -17,14 +18,13 @@ from tasks.text import fmt
 EVAL_DOMAINS = ("optimization", "swe")
 """Evaluations the report expects (shown as "not run yet" until they write outputs); others are picked up when found."""
 SWE_JUDGES = ("question_classifier", "redundancy_judge", "answerability_judge")
-STAGE_ROLES: dict[str, tuple[str, ...]] = {
-    "construct@swe": ("annotator",),
-    "construct@optimization": ("decomposer", "slot_annotator", "rewriter"),
-    "sft_data": ("question_writer",),
-    "grpo": SWE_JUDGES,
-    "evaluate@swe": ("swe_user", *SWE_JUDGES),
-}
+STAGE_ROLES: Registry[tuple[str, ...]] = Registry("stage")
 """The model roles each stage calls, when its metrics do not list them under ``roles``."""
+STAGE_ROLES.add("construct@swe", ("annotator",))
+STAGE_ROLES.add("construct@optimization", ("decomposer", "slot_annotator", "rewriter"))
+STAGE_ROLES.add("sft_data", ("question_writer",))
+STAGE_ROLES.add("grpo", SWE_JUDGES)
+STAGE_ROLES.add("evaluate@swe", ("swe_user", *SWE_JUDGES))
 LONG_TABLE = 20
 USAGE_ORDER = ("requests", "cache_hits", "provider_calls", "retries", "regenerations", "failures", "prompt_tokens",
                "completion_tokens", "cost_usd", "latency_s")
@@ -99,8 +99,8 @@ def _stage_roles(stage: str, data: dict[str, Any], inputs: ReportInputs) -> tupl
     if stage.startswith("evaluate@") and _evaluation(stage.split("@", 1)[1]) == "episodes":
         return tuple(n for n in inputs.roles if n.startswith("or_") or n in ("slot_hit_judge", "question_detector"))
     if stage == "sft_data" and "published_targets" in data:
-        return (*STAGE_ROLES[stage], *SWE_JUDGES)
-    return STAGE_ROLES.get(stage, ())
+        return (*STAGE_ROLES.get(stage), *SWE_JUDGES)
+    return STAGE_ROLES.get(stage) if stage in STAGE_ROLES else ()
 
 
 def _evaluation(domain: str) -> str | None:

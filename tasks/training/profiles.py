@@ -17,6 +17,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from tasks.errors import InputError
+from tasks.registry import Registry
 
 SMOLLM2 = "smollm2-135m-instruct"
 """Sentinel model name: the local safetensors conversion from ``tasks.llm.smollm2_weights.convert()``."""
@@ -136,50 +137,53 @@ class TrainProfile(_Strict):
         return self
 
 
-PROFILES: dict[str, dict[str, Any]] = {
-    "cpu": {"name": "cpu"},
-    # cpu's model and SFT; 4 prompts x G 4 per step (micro-batches of one group, so peak memory stays under 10 GB;
-    # 16 completions in one micro-batch ran out of 24 GB), group-scaled advantages, lr 2e-4, no KL reference,
-    # temperature 1.0, 96 new tokens, 30 steps over all 72 train prompts: 90 min on two cores. Measured (held-out
-    # every 5 steps): held-out total 0.295 vs SFT 0.354, gain -0.059 [-0.154, +0.023]; it does NOT beat SFT.
-    # Selected with `dvc exp run -S training.profile=cpu-long`.
-    "cpu-long": {"name": "cpu-long", "sft": {"max_steps": 20},
-                 "grpo": {"prompts": None, "max_steps": 30, "batch_size": 4, "gradient_accumulation_steps": 4,
-                          "num_generations": 4, "max_completion_length": 96, "learning_rate": 2e-4, "beta": 0.0,
-                          "scale_rewards": "group", "temperature": 1.0}},
-    # A smaller SFT (9 steps: held-out 0.214 against the 20-step SFT's 0.354, 15 of 30 cases at 0) leaves GRPO room;
-    # then 20 steps of 2 prompts x G 4 over the 72 train prompts on the reward exactly as the held-out curve scores
-    # it, lr 1e-3, group-scaled, beta 0, temperature 1.0, 64 new tokens (benchmarks/results/grpo_long/NOTES.md).
-    # Selected with `dvc exp run -S training.profile=grpo-long -S training.heldout.every=10`.
-    "grpo-long": {"name": "grpo-long",
-                  "sft": {"max_steps": 9},
-                  "grpo": {"prompts": None, "max_steps": 20, "batch_size": 4, "gradient_accumulation_steps": 2,
-                           "num_generations": 4, "max_completion_length": 64, "learning_rate": 1e-3, "beta": 0.0,
-                           "scale_rewards": "group", "temperature": 1.0, "reward_as_evaluated": True}},
-    "gpu": {
-        "name": "gpu",
-        "model": "Qwen/Qwen3-8B",
-        "requires_gpu": True,
-        "dtype": "bfloat16",
-        "use_cpu": False,
-        "bf16": True,
-        "gradient_checkpointing": True,
-        "chat_template_kwargs": {"enable_thinking": False},
-        "lora": {"r": 16, "alpha": 32, "target_modules": ["q_proj", "k_proj", "v_proj", "o_proj"]},
-        "sft": {"max_steps": 500, "batch_size": 4, "gradient_accumulation_steps": 4, "learning_rate": 1e-4,
-                "max_length": 2048, "warmup_steps": 10, "logging_steps": 5},
-        # CLARITI's update (clariti.md §6.3-6.4): REINFORCE, group-mean baseline, KL in the reward, G 8, lr 5e-6,
-        # 1 prompt x G 8 per micro-batch, accumulation 4, 5 warm-up steps, generation by transformers (no vLLM).
-        # LoRA stays on here (the reference trains every weight: `training.lora: false`, which needs the bf16
-        # weights, their gradients, AdamW's two moments and a frozen reference copy in memory, about 80 GB for 8B).
-        "grpo": {"update": "reference_reinforce", "prompts": None, "max_steps": 500, "batch_size": 8,
-                 "gradient_accumulation_steps": 4, "num_generations": 8,
-                 "max_completion_length": 256, "max_prompt_tokens": 1024, "temperature": 0.9, "top_p": 0.9,
-                 "learning_rate": 5e-6, "beta": 0.05, "use_vllm": False,
-                 "warmup_steps": 5, "logging_steps": 1},
-        "accelerate": {"num_processes": 1, "mixed_precision": "bf16"},
-    },
-}
+PROFILES: Registry[dict[str, Any]] = Registry("training profile")
+"""Profile name -> its preset (the fields it sets over :class:`TrainProfile`'s defaults), each added below."""
+
+PROFILES.add("cpu", {"name": "cpu"})
+# cpu's model and SFT; 4 prompts x G 4 per step (micro-batches of one group, so peak memory stays under 10 GB;
+# 16 completions in one micro-batch ran out of 24 GB), group-scaled advantages, lr 2e-4, no KL reference,
+# temperature 1.0, 96 new tokens, 30 steps over all 72 train prompts: 90 min on two cores. Measured (held-out
+# every 5 steps): held-out total 0.295 vs SFT 0.354, gain -0.059 [-0.154, +0.023]; it does NOT beat SFT.
+# Selected with `dvc exp run -S training.profile=cpu-long`.
+PROFILES.add("cpu-long", {
+    "name": "cpu-long", "sft": {"max_steps": 20},
+    "grpo": {"prompts": None, "max_steps": 30, "batch_size": 4, "gradient_accumulation_steps": 4,
+             "num_generations": 4, "max_completion_length": 96, "learning_rate": 2e-4, "beta": 0.0,
+             "scale_rewards": "group", "temperature": 1.0}})
+# A smaller SFT (9 steps: held-out 0.214 against the 20-step SFT's 0.354, 15 of 30 cases at 0) leaves GRPO room;
+# then 20 steps of 2 prompts x G 4 over the 72 train prompts on the reward exactly as the held-out curve scores
+# it, lr 1e-3, group-scaled, beta 0, temperature 1.0, 64 new tokens (benchmarks/results/grpo_long/NOTES.md).
+# Selected with `dvc exp run -S training.profile=grpo-long -S training.heldout.every=10`.
+PROFILES.add("grpo-long", {
+    "name": "grpo-long",
+    "sft": {"max_steps": 9},
+    "grpo": {"prompts": None, "max_steps": 20, "batch_size": 4, "gradient_accumulation_steps": 2,
+             "num_generations": 4, "max_completion_length": 64, "learning_rate": 1e-3, "beta": 0.0,
+             "scale_rewards": "group", "temperature": 1.0, "reward_as_evaluated": True}})
+PROFILES.add("gpu", {
+    "name": "gpu",
+    "model": "Qwen/Qwen3-8B",
+    "requires_gpu": True,
+    "dtype": "bfloat16",
+    "use_cpu": False,
+    "bf16": True,
+    "gradient_checkpointing": True,
+    "chat_template_kwargs": {"enable_thinking": False},
+    "lora": {"r": 16, "alpha": 32, "target_modules": ["q_proj", "k_proj", "v_proj", "o_proj"]},
+    "sft": {"max_steps": 500, "batch_size": 4, "gradient_accumulation_steps": 4, "learning_rate": 1e-4,
+            "max_length": 2048, "warmup_steps": 10, "logging_steps": 5},
+    # CLARITI's update (clariti.md §6.3-6.4): REINFORCE, group-mean baseline, KL in the reward, G 8, lr 5e-6,
+    # 1 prompt x G 8 per micro-batch, accumulation 4, 5 warm-up steps, generation by transformers (no vLLM).
+    # LoRA stays on here (the reference trains every weight: `training.lora: false`, which needs the bf16
+    # weights, their gradients, AdamW's two moments and a frozen reference copy in memory, about 80 GB for 8B).
+    "grpo": {"update": "reference_reinforce", "prompts": None, "max_steps": 500, "batch_size": 8,
+             "gradient_accumulation_steps": 4, "num_generations": 8,
+             "max_completion_length": 256, "max_prompt_tokens": 1024, "temperature": 0.9, "top_p": 0.9,
+             "learning_rate": 5e-6, "beta": 0.05, "use_vllm": False,
+             "warmup_steps": 5, "logging_steps": 1},
+    "accelerate": {"num_processes": 1, "mixed_precision": "bf16"},
+})
 
 
 def _deep_merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
@@ -196,7 +200,7 @@ def get_profile(name: str = "cpu", overrides: dict[str, Any] | None = None, *, s
     """The named profile with ``overrides`` deep-merged in; ``source`` names the file in error messages."""
     if name not in PROFILES:
         raise InputError(source, f"unknown training profile {name!r} (known: {', '.join(PROFILES)})", field="profile")
-    data = _deep_merge(TrainProfile(**PROFILES[name]).model_dump(), overrides or {})
+    data = _deep_merge(TrainProfile(**PROFILES.get(name)).model_dump(), overrides or {})
     try:
         return TrainProfile.model_validate(data)
     except ValidationError as err:
