@@ -94,3 +94,16 @@ def test_every_declared_role_has_its_spec_registered_under_its_name():
     import_every_role()
     assert set(ROLES.names()) == set(ROLE_NAMES)
     assert all(get_spec(name).name == name for name in ROLE_NAMES)
+
+
+def test_the_roles_package_names_no_module_above_it():
+    import re
+    from pathlib import Path
+
+    import tasks.roles
+
+    above = re.compile(r"tasks\.(?!roles\b|llm\b|records\b|store\b|errors\b|categories\b|registry\b|lazy_exports\b)"
+                       r"[a-z_]+(\.[a-z_]+)*:[A-Za-z_]+")
+    found = {str(p): m.group(0) for p in Path(tasks.roles.__file__).parent.rglob("*.py")
+             if (m := above.search(p.read_text(encoding="utf-8")))}
+    assert found == {}
