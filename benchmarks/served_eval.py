@@ -49,9 +49,8 @@ TURNS = [
 def role_messages(n: int, start: int = 0) -> list[list[dict]]:
     """``n`` distinct requests (turn numbers ``start + 1 ...``): no two measurements send the same prompt."""
     from tasks.clarifiers.base import OPTIMIZATION_CONTEXT
-    from tasks.roles.registry import get_spec
+    from tasks.roles.question_detector import SPEC as spec
 
-    spec = get_spec(ROLE)
     return [spec.messages(spec.input_model(turn=f"{TURNS[i % len(TURNS)]} (turn {i + 1})"), OPTIMIZATION_CONTEXT)
             for i in range(start, start + n)]
 
@@ -92,13 +91,13 @@ def through_client(base: str, messages: list[list[dict]], max_tokens: int, concu
     from tasks.llm.client import LLMClient
     from tasks.llm.records import RoleConfig, RoleFailure
     from tasks.llm.server import SERVED_ROLE
-    from tasks.roles.registry import get_spec
+    from tasks.roles.question_detector import SPEC
 
     client = LLMClient(use_cache=False)
     cfg = RoleConfig.model_validate({**SERVED_ROLE, "api_base": base, "max_tokens": max_tokens,
                                      "max_regenerations": 0, "concurrency": concurrency})
     started = time.perf_counter()
-    outs = client.map_structured(role=ROLE, cfg=cfg, messages=messages, schema=get_spec(ROLE).output_model,
+    outs = client.map_structured(role=ROLE, cfg=cfg, messages=messages, schema=SPEC.output_model,
                                  progress=False)
     wall = time.perf_counter() - started
     usage = client.accounting.snapshot()[ROLE]
@@ -172,7 +171,7 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     from tasks.llm import server
     from tasks.llm.client import json_object_schema_format
-    from tasks.roles.registry import get_spec
+    from tasks.roles.question_detector import SPEC
 
     if not server.installed():
         print("llama-cpp-python is not installed (pip install -e '.[serve]')", file=sys.stderr)
@@ -188,7 +187,7 @@ def main(argv: list[str] | None = None) -> int:
                     "role": ROLE, "max_tokens": args.max_tokens,
                     "client_overhead_ms_per_call": client_overhead_ms()}
     try:
-        fmt = json_object_schema_format(get_spec(ROLE).output_model)
+        fmt = json_object_schema_format(SPEC.output_model)
         asyncio.run(_raw(base, role_messages(1, 10_000), fmt, args.max_tokens, 1))  # warm-up, not counted
         result["ceiling"], result["client"] = [], []
         for n, c in enumerate(args.concurrency):  # raw and client alternate, so load changes hit both alike

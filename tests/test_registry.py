@@ -10,15 +10,22 @@ from tasks.registry import Registry
 
 
 def import_every_role() -> None:
-    """Import the modules above ``tasks.roles`` that define roles, so every declared role's spec is registered (the
-    tests are the top layer: they may name them; ``tasks.roles`` itself does not)."""
+    """Import every module that defines a role, so every declared role's spec is registered (the tests are the top
+    layer: they may name them; ``tasks.roles`` itself names none)."""
+    import importlib
+    import pkgutil
+
     import tasks.construction.annotate
     import tasks.construction.brief
     import tasks.construction.decompose
-    import tasks.evaluation.judge  # noqa: F401
+    import tasks.evaluation.judge
     from tasks.clarifiers.base import METHODS
 
     METHODS.names()  # imports every clarifier module (their agents' role specs)
+    import tasks.roles
+
+    for info in pkgutil.walk_packages(tasks.roles.__path__, prefix="tasks.roles."):
+        importlib.import_module(info.name)
 
 
 def test_the_decorator_registers_in_order_and_returns_the_target_unchanged():

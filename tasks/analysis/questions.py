@@ -133,7 +133,8 @@ def workbook_questions(path: Path, columns: dict[str, str], roles, *, limit: int
     from tasks.domains.swe.workbook import read_workbook
     from tasks.rewards.parse import parse_questions
     from tasks.roles.base import QuestionInput
-    from tasks.roles.swe_judges import AnswerabilityInput
+    from tasks.roles.question_classifier import SPEC as CLASSIFIER_SPEC
+    from tasks.roles.swe_judges import ANSWERABILITY_SPEC, AnswerabilityInput
 
     frame = read_workbook(path, ["instance_id", "original issue", "hints_text", "rewrite_3", *columns.values()])
     records = frame.to_dict("records")[:limit] if limit else frame.to_dict("records")
@@ -145,10 +146,10 @@ def workbook_questions(path: Path, columns: dict[str, str], roles, *, limit: int
         for name, column in columns.items():
             asked = parse_questions(row[column])
             pending += [(row, name, k, len(asked), q) for k, q in enumerate(asked, start=1)]
-    answerable = _run_batched("answerability_judge", [
+    answerable = _run_batched(ANSWERABILITY_SPEC, [
         AnswerabilityInput(text=row["original issue"], question=q, hints=row["hints_text"])
         for row, _, _, _, q in pending], roles, client, batch_size, progress)
-    labels = _run_batched("question_classifier", [
+    labels = _run_batched(CLASSIFIER_SPEC, [
         QuestionInput(question=q, issue_text=row["rewrite_3"]) for row, _, _, _, q in pending],
         roles, client, batch_size, progress)
     return [ListedQuestion(
@@ -166,15 +167,14 @@ def _label(output) -> str | None:
     return output.label.key if isinstance(output.label, Category) else "irrelevant"
 
 
-def _run_batched(name: str, inputs: Sequence, roles, client, batch_size: int, progress: bool) -> list:
-    """``run_role`` over ``inputs`` in batches (a progress bar on stderr); None for a failed call."""
+def _run_batched(spec, inputs: Sequence, roles, client, batch_size: int, progress: bool) -> list:
+    """``run_role`` of role ``spec`` over ``inputs`` in batches (a progress bar on stderr); None for a failed call."""
     from tqdm import tqdm
 
     from tasks.llm.records import RoleFailure
     from tasks.roles.base import run_role
-    from tasks.roles.registry import get_spec
 
-    spec, cfg = get_spec(name), roles.get(name)
+    name, cfg = spec.name, roles.get(spec.name)
     out: list = []
     starts = range(0, len(inputs), batch_size)
     for start in tqdm(starts, desc=name, unit="batch", leave=False, disable=not progress or len(starts) < 2):
@@ -188,9 +188,9 @@ def tag_questions(listed: Sequence[ListedQuestion], roles, *, client=None, batch
     """The rows of ``questions.csv``: each question with its strategy tags (None where the tagger failed) and
     syntactic features."""
     from tasks.roles.base import QuestionInput
-    from tasks.roles.strategy_tagger import STRATEGIES
+    from tasks.roles.strategy_tagger import SPEC, STRATEGIES
 
-    tags = _run_batched("strategy_tagger", [QuestionInput(question=q.question, issue_text=q.issue_text)
+    tags = _run_batched(SPEC, [QuestionInput(question=q.question, issue_text=q.issue_text)
                                             for q in listed], roles, client, batch_size, progress)
     rows = []
     for q, t in zip(listed, tags):

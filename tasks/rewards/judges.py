@@ -39,29 +39,27 @@ class RoleJudges:
         self.retries = retries
         """``judge_failure: repair``: failed calls are sent again this many times."""
 
-    def _run(self, name: str, inputs: list) -> list:
-        from tasks.roles.registry import get_spec
-
-        return run_with_repair(get_spec(name), inputs, getattr(self.roles, name), client=self.client,
-                               retries=self.retries)
+    def _run(self, spec, inputs: list) -> list:
+        return run_with_repair(spec, inputs, getattr(self.roles, spec.name), client=self.client, retries=self.retries)
 
     def redundant(self, questions: Sequence[str], texts: Sequence[str]) -> list[bool | None]:
-        from tasks.roles.swe_judges import RedundancyInput
+        from tasks.roles.swe_judges import REDUNDANCY_SPEC, RedundancyInput
 
-        outs = self._run("redundancy_judge", [RedundancyInput(text=t, question=q) for q, t in zip(questions, texts)])
+        outs = self._run(REDUNDANCY_SPEC, [RedundancyInput(text=t, question=q) for q, t in zip(questions, texts)])
         return [_flag(o) for o in outs]
 
     def answerable(self, questions: Sequence[str], texts: Sequence[str], hints: Sequence[str]) -> list[bool | None]:
-        from tasks.roles.swe_judges import AnswerabilityInput
+        from tasks.roles.swe_judges import ANSWERABILITY_SPEC, AnswerabilityInput
 
         inputs = [AnswerabilityInput(text=t, question=q, hints=h) for q, t, h in zip(questions, texts, hints)]
-        return [_flag(o) for o in self._run("answerability_judge", inputs)]
+        return [_flag(o) for o in self._run(ANSWERABILITY_SPEC, inputs)]
 
     def classify(self, questions: Sequence[str], texts: Sequence[str]) -> list[str | None]:
         from tasks.roles.base import QuestionInput
+        from tasks.roles.question_classifier import SPEC
 
         inputs = [QuestionInput(question=q, issue_text=t) for q, t in zip(questions, texts)]
-        return [_label(o) for o in self._run("question_classifier", inputs)]
+        return [_label(o) for o in self._run(SPEC, inputs)]
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         from tasks.llm.embeddings import encode

@@ -150,15 +150,14 @@ class PrecomputedJudges:
         return np.stack(found) if found else np.zeros((0, 0), np.float32)
 
 
-def _run(name: str, inputs: list, roles: RolesParams, client, retries: int = 0) -> list:
-    """Outputs aligned with inputs; None for a failed call (sent again ``retries`` times first)."""
+def _run(spec, inputs: list, roles: RolesParams, client, retries: int = 0) -> list:
+    """Outputs of role ``spec`` aligned with inputs; None for a failed call (sent again ``retries`` times first)."""
     from tasks.llm.records import RoleFailure
     from tasks.rewards.judges import run_with_repair
-    from tasks.roles.registry import get_spec
 
     if not inputs:
         return []
-    outputs = run_with_repair(get_spec(name), inputs, roles.get(name), client=client, retries=retries)
+    outputs = run_with_repair(spec, inputs, roles.get(spec.name), client=client, retries=retries)
     return [None if isinstance(o, RoleFailure) else o for o in outputs]
 
 
@@ -177,20 +176,21 @@ def compute_units(cases: Sequence[Case], completions: Sequence[Any], *, method: 
     from tasks.rewards.judges import RoleJudges
     from tasks.rewards.parse import parse_questions
     from tasks.rewards.staged import StagedReward
+    from tasks.roles import question_classifier, swe_user
     from tasks.roles.base import QuestionInput
-    from tasks.roles.swe_judges import AnswerabilityInput, RedundancyInput
+    from tasks.roles.swe_judges import ANSWERABILITY_SPEC, REDUNDANCY_SPEC, AnswerabilityInput, RedundancyInput
     from tasks.roles.swe_user import NO_INFO, SweUserInput
 
     asked = [[] if c.skipped else parse_questions(c.text) for c in completions]
     retries = reward.repair_retries if reward.judge_failure == "repair" else 0
     flat = [(k, q) for k, qs in enumerate(asked) for q in qs]
-    user = _run("swe_user", [SweUserInput(issue=cases[k].full_text, hints=cases[k].hints, question=q)
+    user = _run(swe_user.SPEC, [SweUserInput(issue=cases[k].full_text, hints=cases[k].hints, question=q)
                                      for k, q in flat], roles, client, retries)
-    red = _run("redundancy_judge", [RedundancyInput(text=cases[k].brief.content, question=q) for k, q in flat],
+    red = _run(REDUNDANCY_SPEC, [RedundancyInput(text=cases[k].brief.content, question=q) for k, q in flat],
                       roles, client, retries)
-    ans = _run("answerability_judge", [AnswerabilityInput(text=cases[k].full_text, question=q, hints=cases[k].hints)
+    ans = _run(ANSWERABILITY_SPEC, [AnswerabilityInput(text=cases[k].full_text, question=q, hints=cases[k].hints)
                                        for k, q in flat], roles, client, retries)
-    cls = _run("question_classifier", [QuestionInput(question=q, issue_text=cases[k].brief.content)
+    cls = _run(question_classifier.SPEC, [QuestionInput(question=q, issue_text=cases[k].brief.content)
                                               for k, q in flat], roles, client, retries)
     cfg = evaluation_reward(reward, roles)
     roles_judges = RoleJudges(cfg.judges, client=client)
