@@ -14,7 +14,8 @@ the known names; ``names()`` lists them in registration order; ``meta(name)`` gi
 registration of a name raises ``ValueError`` unless ``replace=True`` is passed (an extension overriding a built-in;
 it runs ``discover`` first, so the built-in cannot come back); ``remove(name)`` forgets one (tests).
 ``discover``, when given, runs once before the first lookup (e.g. importing a package's modules so their decorators
-have run); it is never run by ``add``/``register``. Nothing here imports anything until a lazy target is looked up.
+have run); ``add``/``register`` without ``replace`` never run it. Nothing here imports anything until a lazy target
+is looked up.
 """
 
 from __future__ import annotations
