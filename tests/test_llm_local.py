@@ -22,6 +22,23 @@ def test_embeddings_are_normalised_cached_and_semantic(tmp_path):
     assert again.model_calls == 0 and again._model is None
 
 
+@pytest.mark.slow  # imports sentence_transformers (~9 s), which the encoder exists to avoid
+def test_the_plain_transformers_encoder_equals_sentence_transformers():
+    """The package's recipe run through plain transformers gives sentence_transformers' vectors: short, long
+    (past the 256-token cut) and batched texts of different lengths."""
+    from sentence_transformers import SentenceTransformer
+
+    from tasks.llm.embeddings import MiniLM
+
+    texts = ["short", "How many trucks are available on Monday?", "word " * 600,
+             *(f"The solver fails when the {k}-th constraint is empty. " * (k % 7 + 1) for k in range(70))]
+    ours = MiniLM(model_dir()).encode(texts, batch_size=16)
+    reference = SentenceTransformer(str(model_dir()), device="cpu").encode(
+        texts, batch_size=16, normalize_embeddings=True, convert_to_numpy=True)
+    assert ours.shape == reference.shape == (len(texts), 384)
+    assert np.abs(ours - reference).max() < 1e-5
+
+
 def test_embedding_model_ships_in_its_wheel():
     assert (model_dir() / "model.safetensors").is_file()
 

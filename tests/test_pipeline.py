@@ -28,10 +28,6 @@ def _cases(repo):
     return (repo / "data" / "cases" / "swe" / "cases.jsonl").read_text().splitlines()
 
 
-def _toml_cases(repo) -> dict[str, str]:
-    return {p.name: p.read_text() for p in sorted((repo / "data" / "cases" / "optimization" / "toml").glob("*.toml"))}
-
-
 HEAVY = ("prefect", "torch", "transformers", "litellm", "great_expectations", "dvc")
 
 
@@ -64,19 +60,26 @@ def test_an_exited_server_child_is_not_alive():
 
 
 def dag_params() -> dict:
-    """``tiny_params`` with fewer evaluation cases, turns and methods: the DAG test checks that every stage runs,
-    loads only its declared deps and is a DVC no-op afterwards, not the evaluations' numbers (tests/test_evaluate.py,
-    test_analytics.py and test_swe_eval.py do). InterOPT (the widest agent) and the trained policy stay in."""
+    """``tiny_params`` cut to the fewest cases, turns, tokens and methods that still load every stage's code: the DAG
+    test checks that every stage runs, loads only its declared deps and is a DVC no-op afterwards, not the
+    evaluations' numbers (tests/test_evaluate.py, test_analytics.py and test_swe_eval.py do). InterOPT (the widest
+    agent) and the trained policy stay in; no held-out curve (tests/test_training.py covers it)."""
     params = tiny_params()
-    params["evaluate"]["optimization"].update({"limit": 1, "max_turns": 4, "methods": [
-        {"name": "freeqa", "protocols": ["open"]}, {"name": "interopt", "protocols": ["mc_d"]}]})
-    params["evaluate"]["analytics"].update({"limit": 1, "max_turns": 4,
+    params["training"]["overrides"]["sft"]["max_length"] = 128
+    params["training"]["overrides"]["grpo"]["max_completion_length"] = 8
+    params["training"]["heldout"] = {"every": None, "max_new_tokens": 8, "limit": 1}
+    params["evaluate"]["optimization"].update({"limit": 1, "max_turns": 3, "methods": [
+        {"name": "interopt", "protocols": ["mc_d"]}]})
+    params["evaluate"]["analytics"].update({"limit": 1, "max_turns": 3,
                                             "methods": [{"name": "freeqa", "protocols": ["open"]}]})
-    swe = params["evaluate"]["swe"]
-    swe.update({"limit": 2, "methods": [m for m in swe["methods"] if m["name"] != "ask_everything"]})
+    params["evaluate"]["swe"].update({"limit": 1, "methods": [
+        {"name": "no_questions"}, {"name": "oracle_template"},
+        {"name": "grpo_policy", "method": "policy",
+         "options": {"adapter": "data/models/grpo/adapter", "max_new_tokens": 8}}]})
     return params
 
 
+@pytest.mark.long
 def test_pipeline_flow_runs_the_dag_then_dvc_is_a_noop(project, prefect_api, tmp_path, monkeypatch):
     write_params(project, dag_params())
     order = python(project, "-m", "flows.pipeline", "--list").stdout.split()
@@ -127,7 +130,7 @@ def test_pipeline_flow_runs_the_dag_then_dvc_is_a_noop(project, prefect_api, tmp
         names = {client.read_flow(r.flow_id).name for r in runs}
     assert {"pipeline", "construct", "report"} <= names
 
-    # one param of one stage reruns that stage and its descendants only
+    # one param of one stage: DVC sees that stage changed and nothing else; rerunning it runs it alone
     run(project, "git", "add", "-A")
     run(project, "git", "-c", "user.name=t", "-c", "user.email=t@example.invalid", "commit", "-qm", "first run")
     params = yaml.safe_load((project / "params.yaml").read_text())
@@ -135,21 +138,18 @@ def test_pipeline_flow_runs_the_dag_then_dvc_is_a_noop(project, prefect_api, tmp
     write_params(project, params)
     diff = dvc(project, "params", "diff").stdout
     assert re.search(r"report\.title\s+clarifyflow report\s+another title", diff), diff
+    assert set(json.loads(dvc(project, "status", "--json").stdout)) == {"report"}
     out = dvc(project, "repro").stdout
     assert "Stage 'construct@swe' didn't change, skipping" in out
-    assert "Running stage 'report'" in out
+    assert "Running stage 'report'" in out and len(re.findall(r"Running stage", out)) == 1, out
     assert (project / "data" / "report" / "report.md").read_text().startswith("# another title")
 
-    # a construction param: that domain's construction, its evaluation and the report rerun; the training chain
-    # (fed by the SWE cases only) and the other domains are skipped. The optimization chain is the cheap one.
+    # a construction param: DVC sees that domain's construction changed and nothing else (its evaluation and the
+    # report follow once its outputs change, as the report-title rerun above shows for one stage)
     params["construct"]["optimization"]["seed"] = 99
     write_params(project, params)
-    before = _toml_cases(project)
-    out = dvc(project, "repro").stdout
-    ran = set(re.findall(r"Running stage '([^']+)'", out))
-    assert ran == {"construct@optimization", "evaluate@optimization", "report"}, out
-    assert "Stage 'construct@swe' didn't change, skipping" in out and "Stage 'grpo' didn't change, skipping" in out
-    assert _toml_cases(project) != before
+    changed = json.loads(dvc(project, "status", "--json").stdout)
+    assert set(changed) == {"construct@optimization"}, changed
 
     metrics = dvc(project, "metrics", "show", "--json").stdout
     assert '"cases": 8' in metrics
@@ -254,5 +254,4 @@ def test_construct_annotates_raw_swebench_issues(project, prefect_api):
     metrics = json.loads((project / "data" / "metrics" / "stages" / "construct" / "swe.json").read_text())
     assert metrics["annotated_issues"] == 4 and metrics["annotation_failures"] == 0
     assert metrics["roles"]["annotator"]["backend"] == "local" and metrics["roles"]["annotator"]["requests"] == 4
-    again = python(project, "-m", "flows.construct", "--domain", "swe").stdout
-    assert "0 task(s) executed" in again, again
+    # (a second run from the task cache: test_rerunning_a_stage_flow_executes_no_task_bodies)

@@ -28,6 +28,15 @@ def test_shap_stage_writes_weights_plots_and_metrics(project, prefect_api):
     assert 0.5 < metrics["cv"]["auc"] <= 1.0 and metrics["runs"] == 1200
     header = (project / "data" / "shap" / "shap_values.csv").read_text().splitlines()[0]
     assert header.startswith("variant_id,agent_model,shap_error_info")
+    # the surrogate it persists for evaluate@swe's predicted resolution
+    from tasks.evaluation.questions.surrogate import load_surrogate
+
+    model = load_surrogate(project / "data" / "shap" / "model.txt")
+    meta = json.loads((project / "data" / "shap" / "model.json").read_text())
+    assert meta["rows"] == 1200 and "simulated outcomes" in model.source
+    assert model.feature_names[:6] == model.categories and len(model.profiles) == 2  # two simulated agent models
+    low, high = model.predict([set(), set(model.categories)])
+    assert 0 <= low < high <= 1
 
 
 @pytest.mark.parametrize(

@@ -586,31 +586,18 @@ def test_rewrite3_cases_and_error_information_shares():
     assert shares["clariti_grpo"] > shares["gpt5"] + 0.05, shares
 
 
-@pytest.mark.prefect
-def test_shap_stage_persists_the_surrogate(project, prefect_api):
-    from tests.conftest import python
-
-    python(project, "-m", "flows.shap_stage")
-    folder = project / "data" / "shap"
-    model = load_surrogate(folder / "model.txt")
-    meta = json.loads((folder / "model.json").read_text())
-    assert meta["rows"] == 1200 and "simulated outcomes" in model.source
-    assert model.feature_names[:6] == model.categories and len(model.profiles) == 2  # two simulated agent models
-    low, high = model.predict([set(), set(model.categories)])
-    assert 0 <= low < high <= 1
-
-
 def test_paired_comparisons_difference_the_cases_both_methods_scored():
     from tasks.evaluation.questions.inputs import SweEvalSettings
     from tasks.evaluation.questions.report import paired_lines
     from tasks.evaluation.questions.run import paired_comparisons
     from tasks.evaluation.questions.units import RewardRecord, SweUnit
 
-    def unit(method, case, total):
+    def unit(method, case, total, answer="1. Which version?"):
         reward = None if total is None else RewardRecord(total=total, values={}, passed={}, stopped_at=None)
-        return SweUnit(key=f"{method}/{case}", method=method, case_id=case, source_id=case, reward=reward)
+        return SweUnit(key=f"{method}/{case}", method=method, case_id=case, source_id=case, reward=reward,
+                       completion=answer)
 
-    units = {"grpo": [unit("grpo", "c1", 0.5), unit("grpo", "c2", 0.25), unit("grpo", "c3", 1.0)],
+    units = {"grpo": [unit("grpo", "c1", 0.5, "1. What error?"), unit("grpo", "c2", 0.25), unit("grpo", "c3", 1.0)],
              "sft": [unit("sft", "c1", 0.25), unit("sft", "c2", 0.25), unit("sft", "c3", None)]}
     settings = SweEvalSettings(compare=[("grpo", "sft"), ("grpo", "base")], bootstrap=200)
     paired = paired_comparisons(units, settings)
@@ -620,4 +607,9 @@ def test_paired_comparisons_difference_the_cases_both_methods_scored():
     assert row["low"] <= row["mean"] <= row["high"]
     assert paired["grpo - base"] == {"skipped": "not evaluated: base"}
     lines = "\n".join(paired_lines(paired))
-    assert "| grpo - sft | 2 | 0.375 | 0.250 | +0.125 [" in lines and "skipped: not evaluated: base" in lines
+    assert row["same_answers"] == 1  # c2: the same list; c1 differs; c3 is not paired
+    assert "| grpo - sft | 2 | 1 | 0.375 | 0.250 | +0.125 [" in lines and "skipped: not evaluated: base" in lines
+    assert "same answer on every case" not in lines
+    tied = paired_comparisons({"grpo": units["sft"][:2], "sft": units["sft"][:2]}, settings)
+    assert tied["grpo - sft"]["same_answers"] == 2 == tied["grpo - sft"]["cases"]
+    assert "grpo - sft: both methods gave the same answer on every case" in "\n".join(paired_lines(tied))

