@@ -165,3 +165,21 @@ def test_configure_torch_threads_once_from_auto_or_the_environment(monkeypatch, 
     with pytest.raises(ValueError, match="positive integer"):
         threads.configure_torch_threads(force=True)
     monkeypatch.setattr(threads, "_chosen", None)
+
+
+def test_generation_runs_on_half_the_cores_and_restores_the_training_count(monkeypatch):
+    """The benchmark's answer (benchmarks/results/torch_threads/threads.json): generation on one thread of two,
+    training on both; the generation phase gives the count back when it ends."""
+    import torch
+
+    monkeypatch.delenv(threads.GENERATE_ENV, raising=False)
+    monkeypatch.setattr(threads.os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
+    assert threads.generation_threads() == 1
+    monkeypatch.setattr(threads.os, "sched_getaffinity", lambda pid: set(range(16)), raising=False)
+    assert threads.generation_threads() == 8
+    monkeypatch.setenv(threads.GENERATE_ENV, "3")
+    assert threads.generation_threads() == 3
+    before = torch.get_num_threads()
+    with threads.torch_threads(1):
+        assert torch.get_num_threads() == 1
+    assert torch.get_num_threads() == before

@@ -339,24 +339,27 @@ class LocalPolicy:
         eos = eos_ids(tok, self.model)
         answers: list[str] = [""] * len(texts)
         side, tok.padding_side = tok.padding_side, "left"
-        try:
-            for number, batch in enumerate(self._progress(batches)):
-                enc = tok([texts[k] for k in batch], return_tensors="pt", padding=True,
-                          add_special_tokens=False).to(self.model.device)
-                prompt_len = enc["input_ids"].shape[1]
-                sampling = {} if s.greedy else {"temperature": s.temperature, "top_p": s.top_p}
-                if not s.greedy:
-                    torch.manual_seed(s.seed + number)
-                with torch.no_grad():
-                    out = self.model.generate(**enc, max_new_tokens=s.max_new_tokens, do_sample=not s.greedy,
-                                              use_cache=True, pad_token_id=tok.pad_token_id, eos_token_id=eos,
-                                              stopping_criteria=[_answer_stopper(tok, prompt_len, eos, s)],
-                                              **sampling)
-                decoded = tok.batch_decode(out[:, prompt_len:], skip_special_tokens=True)
-                for k, text in zip(batch, decoded):
-                    answers[k] = cut_answer(text, s.stop, s.stop_at_list_end)
-        finally:
-            tok.padding_side = side
+        from tasks.training.threads import generation_threads, torch_threads
+
+        with torch_threads(generation_threads()):  # a phase of its own: fewer threads than training
+            try:
+                for number, batch in enumerate(self._progress(batches)):
+                    enc = tok([texts[k] for k in batch], return_tensors="pt", padding=True,
+                              add_special_tokens=False).to(self.model.device)
+                    prompt_len = enc["input_ids"].shape[1]
+                    sampling = {} if s.greedy else {"temperature": s.temperature, "top_p": s.top_p}
+                    if not s.greedy:
+                        torch.manual_seed(s.seed + number)
+                    with torch.no_grad():
+                        out = self.model.generate(**enc, max_new_tokens=s.max_new_tokens, do_sample=not s.greedy,
+                                                  use_cache=True, pad_token_id=tok.pad_token_id, eos_token_id=eos,
+                                                  stopping_criteria=[_answer_stopper(tok, prompt_len, eos, s)],
+                                                  **sampling)
+                    decoded = tok.batch_decode(out[:, prompt_len:], skip_special_tokens=True)
+                    for k, text in zip(batch, decoded):
+                        answers[k] = cut_answer(text, s.stop, s.stop_at_list_end)
+            finally:
+                tok.padding_side = side
         return answers
 
     def _progress(self, batches: list[list[int]]):
