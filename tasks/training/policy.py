@@ -341,7 +341,7 @@ class LocalPolicy:
         side, tok.padding_side = tok.padding_side, "left"
         from tasks.training.threads import generation_threads, torch_threads
 
-        with torch_threads(generation_threads()):  # a phase of its own: fewer threads than training
+        with torch_threads(generation_threads()):  # a phase of its own: the cores free when it starts
             try:
                 for number, batch in enumerate(self._progress(batches)):
                     enc = tok([texts[k] for k in batch], return_tensors="pt", padding=True,

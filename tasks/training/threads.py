@@ -149,17 +149,18 @@ GENERATE_ENV = "CLARIFYFLOW_GENERATE_THREADS"
 
 
 def generation_threads() -> int:
-    """Threads for greedy generation of small batches: half the usable cores (at least 1), or
-    ``$CLARIFYFLOW_GENERATE_THREADS``. On 2 cores (``benchmarks/results/torch_threads/threads.json``) one thread
-    generated a batch in 6.1 s against 6.9 s with both alone, and in 6.5 s against 19.9 s beside one CPU-bound job:
-    generation is bound by memory and per-token overhead, not arithmetic, so a second thread only adds contention.
-    Training is the opposite (7.5 s a step on 2 threads against 12.9 s on 1, alone) and keeps every core."""
+    """Threads for a generation phase, chosen when it starts: the usable cores less the load of other processes
+    (:func:`free_cores`), or ``$CLARIFYFLOW_GENERATE_THREADS``. On 2 cores (``benchmarks/results/torch_threads/``)
+    a generation batch took 6.5 s on one thread against 19.9 s on two beside one CPU-bound job, and alone on the
+    default run's ~400-token prompts two threads generated 30 answers in 1 min 26-34 s against 1 min 56 s on one:
+    so the phase takes what is free at its start. Training keeps every core (a step: 7.5 s on 2 threads, 12.9 s on
+    1), so that a stage's adapter and losses do not depend on the load of the moment."""
     env = os.environ.get(GENERATE_ENV)
     if env not in (None, ""):
         value = parse_setting(env)
         if value is not None:
             return value
-    return max(1, usable_cores() // 2)
+    return free_cores()
 
 
 class torch_threads:
