@@ -43,6 +43,64 @@ def test_the_grammar_sent_for_the_decomposer_admits_a_full_decomposition_of_ever
     # the samples need it: more units than a grammar's default list cap, tables longer than its string cap
     assert max(len(r["units"]) for r in replies) > 8
     assert max(len(u["content"]) for r in replies for u in r["units"]) > 240
-    for problem, reply in zip(problems, replies):
+    for reply in replies:
         jsonschema.validate(reply, sent)  # raises when the grammar could not produce this reply
         assert DecomposeOutput.model_validate(reply).units
+
+
+SERVED = {"backend": "llm", "model": "hosted_vllm/smollm2-135m-instruct", "api_base": "http://127.0.0.1:9/v1",
+          "structured_output": "json_object_schema"}
+
+
+def served_roles(*names: str):
+    from tasks.llm.records import RoleConfig
+    from tasks.roles.config import RolesParams
+
+    return RolesParams(**{name: RoleConfig(**SERVED) for name in names})
+
+
+def chunk_usage(requests: int, failures: dict[str, int]) -> dict:
+    """A chunk's accounting snapshot of the slot annotator, as a served run records it; the rewriter ran locally."""
+    return {"slot_annotator": {"backend": "llm", "model": SERVED["model"], "requests": requests,
+                               "provider_calls": requests + 1, "failures": sum(failures.values()),
+                               "regenerations": 2, "failure_kinds": failures, "latency_s": 1.5},
+            "rewriter": {"backend": "local", "requests": requests, "failures": 0, "failure_kinds": {}}}
+
+
+def test_construct_metrics_give_each_llm_roles_failures_by_kind_summed_over_chunks():
+    from tasks.domains import get_domain
+    from tasks.domains.units import sum_usage
+
+    dom = get_domain("optimization")
+    usage = sum_usage([chunk_usage(4, {"invalid_output": 2}), chunk_usage(3, {"invalid_output": 1, "truncated": 1})],
+                      dom.roles_used)
+    metrics = dom.metrics(dom.params_model(), [], [], {}, [], usage, served_roles("slot_annotator"))
+    annotator = metrics["roles"]["slot_annotator"]
+    assert annotator["failures_by_kind"] == {"invalid_output": 3, "truncated": 1}
+    assert (annotator["requests"], annotator["failures"], annotator["regenerations"]) == (7, 4, 4)
+    assert annotator["model"] == SERVED["model"]
+    assert "failures_by_kind" not in metrics["roles"]["rewriter"]  # local roles: the default metrics are unchanged
+    assert "failure_kinds" not in annotator and "failure_kinds" not in metrics["roles"]["rewriter"]
+
+
+def test_an_empty_case_set_is_refused_with_one_line_that_says_why():
+    import pytest
+
+    from flows.construct import check_not_empty
+    from tasks.errors import GateError
+
+    metrics = {"skipped": {"no unit that may be hidden": 3},
+               "roles": {"decomposer": {"backend": "llm", "model": SERVED["model"], "requests": 3, "failures": 0,
+                                        "failures_by_kind": {}},
+                         "slot_annotator": {"backend": "llm", "model": SERVED["model"], "requests": 2, "failures": 2,
+                                            "failures_by_kind": {"invalid_output": 2}},
+                         "rewriter": {"backend": "local", "requests": 3}}}
+    with pytest.raises(GateError) as err:
+        check_not_empty("optimization", metrics, 0)
+    line = str(err.value)
+    assert "\n" not in line and line.startswith("validation gate failed for data/cases/optimization: no case")
+    assert "skipped 3 (no unit that may be hidden)" in line
+    assert f"decomposer ({SERVED['model']}) failed 0 of 3 requests;" in line
+    assert "slot_annotator" in line and "failed 2 of 2 requests (invalid_output 2)" in line
+    assert "rewriter" not in line
+    check_not_empty("optimization", metrics, 1)  # a case to publish: the case suite decides
