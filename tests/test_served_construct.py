@@ -104,3 +104,19 @@ def test_an_empty_case_set_is_refused_with_one_line_that_says_why():
     assert "slot_annotator" in line and "failed 2 of 2 requests (invalid_output 2)" in line
     assert "rewriter" not in line
     check_not_empty("optimization", metrics, 1)  # a case to publish: the case suite decides
+
+
+def test_with_served_evaluation_roles_the_sanity_ladder_reports_instead_of_failing(capsys):
+    from flows.evaluate import check_ladder
+    from tasks.evaluation.runs import EvalSettings
+
+    methods = [{"name": "oracle", "protocols": ["open"]}, {"name": "ready_now", "protocols": ["open"]},
+               {"name": "a", "method": "freeqa", "protocols": ["open"]}]
+    floor = {"AllSlotExactRestoreRate": 0.0, "CoreExactRestoreRate": 0.0, "WeightedSlotScore_macro": 0.0,
+             "PrematureStopRate": 1.0}
+    # what a 135M model gives: the oracle recovers nothing, so every row sits at the floor
+    summary = {"rows": {"open::a": dict(floor)},
+               "reference_rows": {"open::oracle": dict(floor), "open::ready_now": dict(floor)}}
+    found = check_ladder(summary, EvalSettings(methods=methods), artifact="x", served=True)
+    assert any("oracle" in line for line in found) and any("between" in line for line in found)
+    assert "sanity ladder: " in capsys.readouterr().out  # printed, and returned for the stage metrics
