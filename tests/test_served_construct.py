@@ -120,3 +120,36 @@ def test_with_served_evaluation_roles_the_sanity_ladder_reports_instead_of_faili
     found = check_ladder(summary, EvalSettings(methods=methods), artifact="x", served=True)
     assert any("oracle" in line for line in found) and any("between" in line for line in found)
     assert "sanity ladder: " in capsys.readouterr().out  # printed, and returned for the stage metrics
+
+
+def test_llama_cpps_converter_reads_every_schema_the_served_preset_sends():
+    """llama-cpp-python's server turns a schema it cannot convert into free JSON without saying so (its
+    ``_grammar_for_json_schema`` falls back): the slot annotator's name pattern with ``(?:`` did that, so the 135M
+    model wrote ``{"type": "json", ...}`` and every annotation failed validation."""
+    import pytest
+
+    grammar = pytest.importorskip("llama_cpp.llama_grammar", reason="the serve extra is not installed")
+    from tasks.roles.registry import ROLE_NAMES, get_spec
+    from tests.test_registry import import_every_role
+
+    import_every_role()
+    refused = {}
+    for name in ROLE_NAMES:
+        schema = json_object_schema_format(get_spec(name).output_model)["schema"]
+        try:
+            grammar.json_schema_to_gbnf(json.dumps(schema))
+        except Exception as err:  # noqa: BLE001 - any refusal is the finding
+            refused[name] = f"{type(err).__name__}: {err}"
+    assert refused == {}
+
+
+def test_the_annotators_schema_pattern_admits_exactly_the_names_its_validation_admits():
+    import re
+
+    from tasks.construction.annotate import SNAKE, SlotAnnotation
+
+    sent = re.compile(SlotAnnotation.model_json_schema()["properties"]["name"]["pattern"])
+    for name in ("maximum_weekly_kiln_hours", "budget", "a1_b2_c3_d4_e5_f6", "week_4_overtime"):
+        assert SNAKE.match(name) and sent.match(name)
+    for name in ("Budget", "two words", "a_b_c_d_e_f_g", "trailing_", "_leading", ""):
+        assert not SNAKE.match(name) and not sent.match(name)
