@@ -122,24 +122,37 @@ def test_with_served_evaluation_roles_the_sanity_ladder_reports_instead_of_faili
     assert "sanity ladder: " in capsys.readouterr().out  # printed, and returned for the stage metrics
 
 
-def test_llama_cpps_converter_reads_every_schema_the_served_preset_sends():
+def test_llama_cpp_compiles_every_schema_the_served_preset_sends():
     """llama-cpp-python's server turns a schema it cannot convert into free JSON without saying so (its
     ``_grammar_for_json_schema`` falls back): the slot annotator's name pattern with ``(?:`` did that, so the 135M
-    model wrote ``{"type": "json", ...}`` and every annotation failed validation."""
+    model wrote ``{"type": "json", ...}`` and every annotation failed validation. A grammar llama.cpp's parser
+    refuses is a 500 on every request: the decomposer's first content bound (1,500 characters) did that."""
     import pytest
 
-    grammar = pytest.importorskip("llama_cpp.llama_grammar", reason="the serve extra is not installed")
+    llama_cpp = pytest.importorskip("llama_cpp", reason="the serve extra is not installed")
+    from llama_cpp import llama_grammar
+
+    from tasks.llm.smollm2_weights import gguf_path
     from tasks.roles.registry import ROLE_NAMES, get_spec
     from tests.test_registry import import_every_role
 
     import_every_role()
+    # the served model's vocabulary only (no weights): llama.cpp's own grammar parser, as the server runs it
+    vocab = llama_cpp.llama_model_get_vocab(llama_cpp.Llama(model_path=str(gguf_path()), vocab_only=True,
+                                                            verbose=False).model)
     refused = {}
     for name in ROLE_NAMES:
         schema = json_object_schema_format(get_spec(name).output_model)["schema"]
         try:
-            grammar.json_schema_to_gbnf(json.dumps(schema))
+            text = llama_grammar.json_schema_to_gbnf(json.dumps(schema))
         except Exception as err:  # noqa: BLE001 - any refusal is the finding
-            refused[name] = f"{type(err).__name__}: {err}"
+            refused[name] = f"converter: {type(err).__name__}: {err}"
+            continue
+        sampler = llama_cpp.llama_sampler_init_grammar(vocab, text.encode(), b"root")
+        if not sampler:  # the server answers 500 to every request with this schema
+            refused[name] = "llama.cpp's grammar parser refused it"
+            continue
+        llama_cpp.llama_sampler_free(sampler)
     assert refused == {}
 
 

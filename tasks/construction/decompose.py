@@ -39,9 +39,10 @@ MAX_DECOMPOSED_UNITS = 64
 """Units one decomposition may have, in the sent schema only (the record does not enforce it). Stated so that a
 grammar-constrained server's default list cap (``tasks/llm/client.py: GRAMMAR_MAX_ITEMS``, 8) does not apply: the
 sample problems have 10-15 units, OR-Clarify's up to 23."""
-MAX_UNIT_CHARS = 1500
-"""Characters of one decomposed unit: a table with its lead-in stays one unit (the samples' longest is 627, OR-Clarify's
-1,149). In the sent schema only, for the same reason: a grammar's default string cap (240) cut every such table."""
+MAX_UNIT_CHARS = 1000
+"""Characters of one decomposed unit: a table with its lead-in stays one unit (the samples' longest is 627). In the
+sent schema only, for the same reason: a grammar's default string cap (240) cut every such table. Not more: llama.cpp's
+grammar parser refuses a string bound above about 1,000 ("exceeds sane defaults"; 1,024 and 1,500 were refused)."""
 
 
 class DecomposeInput(BaseModel):
