@@ -42,7 +42,8 @@ sample problems have 10-15 units, OR-Clarify's up to 23."""
 MAX_UNIT_CHARS = 1000
 """Characters of one decomposed unit: a table with its lead-in stays one unit (the samples' longest is 627). In the
 sent schema only, for the same reason: a grammar's default string cap (240) cut every such table. Not more: llama.cpp's
-grammar parser refuses a string bound above about 1,000 ("exceeds sane defaults"; 1,024 and 1,500 were refused)."""
+grammar parser refuses a string bound above about 1,000 ("exceeds sane defaults"; 1,024 and 1,500 were refused),
+and llama-cpp-python's server then crashes."""
 
 
 class DecomposeInput(BaseModel):
