@@ -66,6 +66,7 @@ def construct(domain: str, params: str = "params.yaml", refresh_cache: bool = Fa
     # a role that failed on too many requests stops the stage before anything is written
     check_failure_rates(counts_from_usage(result.metrics.get("roles", {})), roles.max_failure_rate,
                         stage=f"construct@{domain}")
+    check_not_empty(domain, result.metrics, len(result.cases))
     out_dir = root / "data" / "cases" / domain
     results_dir = root / ".cache" / "gx" / "results"
     with staged_dir(out_dir) as staging:
@@ -84,6 +85,23 @@ def construct(domain: str, params: str = "params.yaml", refresh_cache: bool = Fa
         **result.stats.model_dump(),
     }
     return summary
+
+
+def check_not_empty(domain: str, metrics: dict, cases: int) -> None:
+    """An empty case set is never published (the case suite refuses it too). This says why in one line instead of
+    the suite's failed expectations: what was skipped and how each LLM role's requests failed. With served roles it
+    is what a model that writes no usable decomposition or rubric gets (docs/served-models.md)."""
+    from tasks.errors import GateError
+
+    if cases:
+        return
+    parts = [f"skipped {n} ({reason})" for reason, n in (metrics.get("skipped") or {}).items()]
+    for role, row in sorted((metrics.get("roles") or {}).items()):
+        if row.get("backend") == "llm" and row.get("requests"):
+            kinds = ", ".join(f"{kind} {n}" for kind, n in (row.get("failures_by_kind") or {}).items())
+            parts.append(f"{role} ({row.get('model')}) failed {int(row.get('failures', 0))} of {int(row['requests'])}"
+                         f" requests{f' ({kinds})' if kinds else ''}")
+    raise GateError(f"data/cases/{domain}", "no case to publish" + (": " + "; ".join(parts) if parts else ""))
 
 
 def describe(summary: dict) -> str:

@@ -31,6 +31,10 @@ from tasks.roles.slot_hit import ENTITY_HEADS
 
 SNAKE = re.compile(r"^[a-z0-9]+(?:_[a-z0-9]+){0,5}$")
 MAX_NAME_WORDS = 6
+SNAKE_SCHEMA = r"^[a-z0-9]{1,32}(_[a-z0-9]{1,32}){0,5}$"
+"""``SNAKE`` as the sent schema states it, in the regex subset llama.cpp's JSON-schema converter reads: no ``(?:``
+(it refuses the whole schema, and llama-cpp-python's server then falls back to free JSON without saying so), and
+words bounded so a grammar cannot loop inside the name. Validation still uses ``SNAKE``."""
 MAX_TOPIC_WORDS = 7
 
 
@@ -47,7 +51,7 @@ class SlotAnnotation(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     name: str = Field(description="snake_case, at most 6 words, taken from the unit's content words.",
-                      pattern=SNAKE.pattern)  # in the schema too: a grammar-constrained server then writes it so
+                      json_schema_extra={"pattern": SNAKE_SCHEMA})  # a grammar-constrained server then writes it so
     severity: Literal["P0", "P1", "P2"]
     severity_reason: str = Field(min_length=1)
     reference_questions: list[str] = Field(min_length=2, description="Questions that target the fact without "

@@ -35,6 +35,16 @@ from tasks.roles.registry import ROLES
 Kind = Literal["context", "data", "constraint", "objective", "assumption"]
 assert get_args(Kind) == UNIT_KINDS
 
+MAX_DECOMPOSED_UNITS = 64
+"""Units one decomposition may have, in the sent schema only (the record does not enforce it). Stated so that a
+grammar-constrained server's default list cap (``tasks/llm/client.py: GRAMMAR_MAX_ITEMS``, 8) does not apply: the
+sample problems have 10-15 units, OR-Clarify's up to 23."""
+MAX_UNIT_CHARS = 1000
+"""Characters of one decomposed unit: a table with its lead-in stays one unit (the samples' longest is 627). In the
+sent schema only, for the same reason: a grammar's default string cap (240) cut every such table. Not more: llama.cpp's
+grammar parser refuses a string bound above about 1,000 ("exceeds sane defaults"; 1,024 and 1,500 were refused),
+and llama-cpp-python's server then crashes."""
+
 
 class DecomposeInput(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -55,14 +65,14 @@ class DecomposedUnit(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     kind: Kind
-    content: str = Field(min_length=1)
+    content: str = Field(min_length=1, json_schema_extra={"maxLength": MAX_UNIT_CHARS})
     """A verbatim piece of the problem text (whitespace may differ)."""
 
 
 class DecomposeOutput(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    units: list[DecomposedUnit]
+    units: list[DecomposedUnit] = Field(json_schema_extra={"maxItems": MAX_DECOMPOSED_UNITS})
     """The problem's atomic units in text order."""
 
 

@@ -127,6 +127,23 @@ def _failure(record_id: str, role: str, failure: Any) -> dict:
     return {"problem_id": record_id, "role": role, "kind": failure.kind, "message": failure.message}
 
 
+FAILURE_KINDS = "failure_kinds"
+
+
+def sum_usage(usages: Sequence[dict], roles: Sequence[str]) -> dict[str, dict]:
+    """The chunks' accounting snapshots (``{role: {requests, failures, ..., failure_kinds: {kind: n}}}``) summed per
+    role: every number, and the failed requests by kind under ``failure_kinds``."""
+    out: dict[str, dict] = {r: {FAILURE_KINDS: Counter()} for r in roles}
+    for usage in usages:
+        for role, counts in usage.items():
+            row = out.setdefault(role, {FAILURE_KINDS: Counter()})
+            for key, value in counts.items():
+                if isinstance(value, int | float) and not isinstance(value, bool):
+                    row[key] = row.get(key, 0) + value
+            row[FAILURE_KINDS].update(counts.get(FAILURE_KINDS) or {})
+    return out
+
+
 # ---- one chunk of records -> cases (JSON in, JSON out: cacheable by content) ----------------------------------------
 
 
@@ -408,7 +425,7 @@ class UnitDomain:
         cases: list[Case] = []
         notes: Counter = Counter()
         failures: list[dict] = []
-        usage: dict[str, Counter] = {r: Counter() for r in self.roles_used}
+        usages: list[dict] = []
         for part, state in tqdm(built, total=len(calls), desc=f"construct {self.name}", unit="chunk", leave=False):
             stats.add_state(state)
             if part["failures"]:  # only successes stay cached: a rerun retries this chunk's failed calls
@@ -416,10 +433,9 @@ class UnitDomain:
             cases.extend(Case.model_validate(c) for c in part["cases"])
             notes.update(part["notes"])
             failures.extend(part["failures"])
-            for role, counts in part["usage"].items():
-                usage[role].update({k: v for k, v in counts.items() if isinstance(v, int | float)})
+            usages.append(part["usage"])
         cases.sort(key=lambda c: c.case_id)
-        metrics = self.metrics(cfg, items, cases, notes, failures, usage, roles)
+        metrics = self.metrics(cfg, items, cases, notes, failures, sum_usage(usages, self.roles_used), roles)
         return ConstructResult(cases=cases, metrics=metrics, stats=stats)
 
     def metrics(self, cfg, items, cases, notes, failures, usage, roles) -> dict:
@@ -448,8 +464,11 @@ class UnitDomain:
             "rewriter_leak_fallbacks": notes.get("rewriter_leak_fallbacks", 0),
             # briefs rendered by the local join instead of the LLM rewriter (a failed call or a leaking brief)
             "fallbacks": {"rewriter": fallbacks},
-            "roles": {r: {**described[r], **{k: round(v, 4) for k, v in usage[r].items()},
-                          **({"fallbacks": fallbacks} if r == "rewriter" and described[r]["backend"] == "llm" else {})}
+            "roles": {r: {**described[r], **{k: round(v, 4) for k, v in usage[r].items() if k != FAILURE_KINDS},
+                          **({"fallbacks": fallbacks} if r == "rewriter" and described[r]["backend"] == "llm" else {}),
+                          # an LLM role's failed requests by kind (provider, invalid_output, truncated, transient)
+                          **({"failures_by_kind": dict(sorted(usage[r].get(FAILURE_KINDS, {}).items()))}
+                             if described[r]["backend"] == "llm" else {})}
                       for r in self.roles_used},
         }
 
