@@ -7,7 +7,6 @@ the file and the key or field; nothing is published and no secret is echoed.
 from __future__ import annotations
 
 import json
-import time
 
 import pytest
 import yaml
@@ -51,12 +50,10 @@ def test_a_params_file_that_lies_is_refused_with_one_line(tmp_path, text, messag
     assert "domains: [" in BASE  # the cases above edit this line
     path = tmp_path / "params.yaml"
     path.write_text(text, encoding="utf-8")
-    started = time.monotonic()
-    with pytest.raises(InputError) as err:
+    with pytest.raises(InputError) as err:  # the alias bomb is refused by its alias count, never expanded
         load_params(path)
     line = str(err.value)
     assert "\n" not in line and line.startswith(str(path)) and message in line, line
-    assert time.monotonic() - started < 30  # the bomb is refused, never expanded (a hang guard, not a timing check)
 
 
 def test_the_domain_name_pattern_refuses_a_trailing_newline():
