@@ -63,11 +63,11 @@ def dag_params() -> dict:
     """``tiny_params`` cut to the fewest cases, turns, tokens and methods that still load every stage's code: the DAG
     test checks that every stage runs, loads only its declared deps and is a DVC no-op afterwards, not the
     evaluations' numbers (tests/test_evaluate.py, test_analytics.py and test_swe_eval.py do). InterOPT (the widest
-    agent) and the trained policy stay in; no held-out curve (tests/test_training.py covers it)."""
+    agent) and the trained policy stay in, and GRPO's held-out curve on one case (the flow's wiring of it)."""
     params = tiny_params()
     params["training"]["overrides"]["sft"]["max_length"] = 128
     params["training"]["overrides"]["grpo"]["max_completion_length"] = 8
-    params["training"]["heldout"] = {"every": None, "max_new_tokens": 8, "limit": 1}
+    params["training"]["heldout"] = {"every": 1, "max_new_tokens": 8, "limit": 1}
     params["evaluate"]["optimization"].update({"limit": 1, "max_turns": 3, "methods": [
         {"name": "interopt", "protocols": ["mc_d"]}]})
     params["evaluate"]["analytics"].update({"limit": 1, "max_turns": 3,
@@ -104,6 +104,9 @@ def test_pipeline_flow_runs_the_dag_then_dvc_is_a_noop(project, prefect_api, tmp
     assert "evaluate@swe" in (project / "data" / "report" / "report.md").read_text()
     assert (project / "data" / "models" / "grpo" / "adapter" / "adapter_config.json").is_file()
     assert json.loads((project / "data" / "metrics" / "stages" / "grpo.json").read_text())["steps"] == 1
+    curve = json.loads((project / "data" / "models" / "grpo" / "heldout_curve.json").read_text())
+    assert [p["step"] for p in curve["points"]] == [0, 1]  # step 0 is SFT
+    assert (project / "data" / "plots" / "grpo" / "heldout.json").is_file()
     assert len(list((project / "data" / "cases" / "optimization" / "toml").glob("*.toml"))) == 4
     cases = [json.loads(line) for line in _cases(project)]
     assert len(cases) == 8  # limit 4 issues x 2 variants
