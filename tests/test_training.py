@@ -25,6 +25,7 @@ from tasks.training import (
     train_sft,
 )
 from tasks.training.policy import Clarifier, adapter_base
+from tasks.training.profiles import cpu_has_native_bf16
 
 pytestmark = pytest.mark.filterwarnings("ignore:`is_gradient_checkpointing` is deprecated:FutureWarning")
 
@@ -123,7 +124,8 @@ def total(completions, topic, **kwargs):
 
 def test_profiles_validate_and_override():
     cpu = get_profile()
-    assert cpu.name == "cpu" and cpu.use_cpu and not cpu.bf16 and cpu.dtype == "float32"
+    assert cpu.name == "cpu" and cpu.use_cpu and cpu.dtype == "float32"
+    assert cpu.bf16 is cpu_has_native_bf16()  # auto: bf16 autocast where the CPU has it, resolved to a bool
     assert cpu.lora.r == 8 and cpu.lora.target_modules == ["q_proj", "k_proj", "v_proj", "o_proj"]
     assert (cpu.sft.max_steps, cpu.sft.batch_size, cpu.sft.max_length, cpu.sft.learning_rate) == (12, 4, 384, 1e-3)
     assert (cpu.grpo.num_generations, cpu.grpo.max_completion_length, cpu.grpo.temperature) == (4, 64, 0.9)
@@ -149,7 +151,9 @@ def test_profiles_validate_and_override():
     with pytest.raises(InputError, match="grpo"):
         get_profile("cpu", {"grpo": {"batch_size": 6, "num_generations": 4}})
     with pytest.raises(InputError, match="bf16"):
-        get_profile("cpu", {"bf16": True})
+        get_profile("cpu", {"bf16": True, "dtype": "float16"})
+    assert get_profile("cpu", {"bf16": True}).bf16 is True and get_profile("cpu", {"bf16": False}).bf16 is False
+    assert get_profile("cpu-long").bf16 is False  # the learning profiles keep the fp32 they were measured in
     with pytest.raises(InputError, match="unknown training profile"):
         get_profile("tpu")
     with pytest.raises(InputError, match=re.escape("sft.nope")):

@@ -11,6 +11,7 @@ with :func:`get_profile`'s ``overrides`` (a nested dict, deep-merged, then valid
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, Literal
 
 import yaml
@@ -21,6 +22,18 @@ from tasks.registry import Registry
 
 SMOLLM2 = "smollm2-135m-instruct"
 """Sentinel model name: the local safetensors conversion from ``tasks.llm.smollm2_weights.convert()``."""
+
+
+_BF16_CPU_FLAGS = ("avx512_bf16", "amx_bf16")
+
+
+def cpu_has_native_bf16() -> bool:
+    """Whether the CPU does bf16 arithmetic itself (AVX512-BF16 or AMX); elsewhere torch emulates it."""
+    try:
+        flags = Path("/proc/cpuinfo").read_text().split()
+    except OSError:
+        return False
+    return any(f in flags for f in _BF16_CPU_FLAGS)
 
 
 class _Strict(BaseModel):
@@ -113,7 +126,11 @@ class TrainProfile(_Strict):
     """Refuse to load the model without CUDA (an 8B model on two CPU cores is never intended)."""
     dtype: Literal["float32", "bfloat16", "float16"] = "float32"
     use_cpu: bool = True
-    bf16: bool = False
+    bf16: bool | Literal["auto"] = False
+    """bf16 mixed precision (fp32 weights, bf16 autocast). ``auto`` (the ``cpu`` profile) resolves when the profile
+    is built: on for a CPU with native bf16 arithmetic (AVX512-BF16 or AMX: the ``cpu`` SFT step 7.6 s against 9.6 s
+    in fp32 on 2 cores, the same final loss to 3 digits) and off on one without, where torch emulates bf16 and is
+    slower than fp32; on without ``use_cpu``."""
     gradient_checkpointing: bool = False
     seed: int = 0
     chat_template_kwargs: dict[str, Any] = Field(default_factory=dict)
@@ -125,10 +142,12 @@ class TrainProfile(_Strict):
 
     @model_validator(mode="after")
     def _consistent(self) -> TrainProfile:
+        if self.bf16 == "auto":
+            self.bf16 = cpu_has_native_bf16() if self.use_cpu else True
         if self.grpo.update == "reference_reinforce" and self.grpo.use_vllm:
             raise ValueError("grpo.update reference_reinforce samples with transformers' generate: use_vllm false")
-        if self.use_cpu and (self.bf16 or self.grpo.use_vllm):
-            raise ValueError("use_cpu=True excludes bf16 and use_vllm (set bf16=False explicitly on CPU)")
+        if self.use_cpu and self.grpo.use_vllm:
+            raise ValueError("use_cpu=True excludes use_vllm")
         if self.bf16 and self.dtype == "float16":
             raise ValueError("bf16=True needs dtype bfloat16 or float32, not float16")
         precision = self.accelerate.mixed_precision if self.accelerate else None
@@ -140,7 +159,7 @@ class TrainProfile(_Strict):
 PROFILES: Registry[dict[str, Any]] = Registry("training profile")
 """Profile name -> its preset (the fields it sets over :class:`TrainProfile`'s defaults), each added below."""
 
-PROFILES.add("cpu", {"name": "cpu"})
+PROFILES.add("cpu", {"name": "cpu", "bf16": "auto"})
 # cpu's model and SFT; 4 prompts x G 4 per step (micro-batches of one group, so peak memory stays under 10 GB;
 # 16 completions in one micro-batch ran out of 24 GB), group-scaled advantages, lr 2e-4, no KL reference,
 # temperature 1.0, 96 new tokens, 30 steps over all 72 train prompts: 90 min on two cores. Measured (held-out
