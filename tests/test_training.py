@@ -449,5 +449,5 @@ def test_a_recipe_file_is_a_profile_and_its_name_must_be_its_file_name(tmp_path,
         profiles.get_profile("cpu")  # only what the folder holds
     (tmp_path / "other.yaml").write_text("name: tiny\n")
     monkeypatch.setattr(profiles, "PROFILES", Registry("training profile", discover=profiles._load_recipes))
-    with pytest.raises(InputError, match="other.yaml.*name must be its file name"):
+    with pytest.raises(InputError, match=r"other\.yaml.*name must be its file name"):
         profiles.get_profile("tiny")
