@@ -74,11 +74,12 @@ def test_cpu_profile_runs_in_process(tmp_path, capsys, monkeypatch):
 
 def test_accelerate_settings_follow_the_profile():
     assert get_profile("cpu").accelerate is None
-    cpu = get_profile("cpu", {"accelerate": {"num_processes": 2}})
+    cpu = get_profile("cpu", {"bf16": False, "accelerate": {"num_processes": 2}})
     assert accelerate_config(cpu)["mixed_precision"] == "no" \
         and accelerate_config(cpu)["distributed_type"] == "MULTI_CPU"
+    assert accelerate_config(get_profile("cpu", {"bf16": True}))["mixed_precision"] == "bf16"
     with pytest.raises(InputError, match="contradicts bf16=False"):
-        get_profile("cpu", {"accelerate": {"mixed_precision": "bf16"}})
+        get_profile("cpu", {"bf16": False, "accelerate": {"mixed_precision": "bf16"}})
 
 
 def test_gpu_profile_without_cuda_is_refused_in_one_line_before_heavy_imports(tmp_path):

@@ -9,6 +9,7 @@ import shutil
 import subprocess
 
 import pytest
+import yaml
 
 from tests.conftest import ROOT
 
@@ -117,4 +118,6 @@ def test_dvc_reads_yaml_with_the_c_parser():
     from ruamel.yaml import YAML
 
     assert YAML(typ="safe").Parser.__name__ == "CParser"
-    assert parse_yaml("a: [1, 2]\n", "params.yaml") == {"a": [1, 2]}
+    for name in ("params.yaml", "dvc.yaml"):  # libyaml refuses some flow lists ([a::b, c::d]) the pure parser takes
+        text = (ROOT / name).read_text()
+        assert parse_yaml(text, name) == yaml.safe_load(text)
