@@ -21,6 +21,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.inputs import CLARITI_WORKBOOK, input_exists  # noqa: E402
+
 SYSTEMS = {
     "CLARITI": "clarification_questions_grpo_3",
     "GPT-5-nano": "clarification_questions_gpt5_nano_3",
@@ -45,7 +47,7 @@ def hidden_of_row(categories_cell, info_cell) -> tuple[set[str], bool]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data", default=str(ROOT.parent / "shared" / "data" / "clariti" / "data.xlsx"))
+    parser.add_argument("--data", default=str(CLARITI_WORKBOOK))
     parser.add_argument("--out", default=str(ROOT / "benchmarks" / "out" / "question_classifier.json"))
     args = parser.parse_args(argv)
 
@@ -56,8 +58,7 @@ def main(argv: list[str] | None = None) -> int:
     from tasks.roles.question_classifier import LABELS, local_batch, split_questions
 
     path = Path(args.data)
-    if not path.is_file():
-        print(f"workbook not found: {path}", file=sys.stderr)
+    if not input_exists(path):
         return 2
     t0 = time.perf_counter()
     df = pd.read_excel(path)
