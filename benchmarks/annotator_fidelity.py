@@ -49,7 +49,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.inputs import input_exists  # noqa: E402
+from benchmarks.files import input_exists  # noqa: E402
 from benchmarks.siblings import load  # noqa: E402
 from tasks.domains.swe.masking import find_all as _occurrences  # noqa: E402
 

@@ -18,7 +18,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.inputs import CLARITI_WORKBOOK, input_exists  # noqa: E402
+from benchmarks.files import CLARITI_WORKBOOK, input_exists  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:

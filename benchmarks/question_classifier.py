@@ -12,7 +12,6 @@ deterministic classifier (keyword cues + MiniLM prototypes), not from the paper'
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from collections import Counter
@@ -21,7 +20,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.inputs import CLARITI_WORKBOOK, input_exists  # noqa: E402
+from benchmarks.files import CLARITI_WORKBOOK, input_exists, write_json  # noqa: E402
 
 SYSTEMS = {
     "CLARITI": "clarification_questions_grpo_3",
@@ -157,8 +156,7 @@ def main(argv: list[str] | None = None) -> int:
           "embedding cache state affects this)")
 
     out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(report, indent=2) + "\n")
+    write_json(out, report)
     print(f"wrote {out}")
     return 0
 

@@ -20,7 +20,6 @@ reported separately as the held-out half. Target: recall and precision >= 0.90 o
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections import Counter
 from pathlib import Path
@@ -28,7 +27,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.inputs import OR_CLARIFY_FOLDER, input_exists  # noqa: E402
+from benchmarks.files import OR_CLARIFY_FOLDER, input_exists, write_json  # noqa: E402
 
 TARGET = 0.90
 HALVES = {"cases 1-50 (tuning)": range(50), "cases 51-100 (held out)": range(50, 100), "all": range(10**6)}
@@ -198,8 +197,7 @@ def main(argv: list[str] | None = None) -> int:
         "judge": judge, "judge_recall_by_severity": by_severity, "open_user": user, "target": TARGET, "pass": ok,
     }
     out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(report, indent=2) + "\n")
+    write_json(out, report)
     print(f"wrote {out.relative_to(ROOT) if out.is_relative_to(ROOT) else out}")
     return 0 if ok else 1
 

@@ -1,7 +1,8 @@
-"""The benchmarks' shared input data (outside the repository, in ``../shared/data``) and the check that it is there."""
+"""The benchmarks' shared input data (outside the repository, in ``../shared/data``), its check, and result files."""
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -16,3 +17,9 @@ def input_exists(path: Path, what: str = "workbook", *, folder: bool = False) ->
         return True
     print(f"{what} not found: {path}", file=sys.stderr)
     return False
+
+
+def write_json(path: Path, data: object) -> None:
+    """``data`` as indented JSON with a final newline at ``path``, its folder made first."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data, indent=2) + "\n")
