@@ -34,7 +34,7 @@ from tasks.domains import ConstructResult
 from tasks.domains.api import Eligibility, Evaluation, JudgeHints, Severity, Taxonomy
 from tasks.errors import InputError
 from tasks.limits import MAX_TEXT_CHARS
-from tasks.params import RUNNER_KEYS, SPLIT_KEYS, FanOutParams, SplitParams, section
+from tasks.params import RUNNER_KEYS, SPLIT_KEYS, FanOutParams, SplitParams, check_hidden_range, section
 from tasks.records import SAFE_ID, Brief, Case, CaseMetadata, HiddenSlot, NonBlankText, Unit, check_units
 
 SEVERITIES = ("P0", "P1", "P2")
@@ -55,8 +55,7 @@ class UnitConstructParams(SplitParams, FanOutParams):
 
     @model_validator(mode="after")
     def _range(self) -> UnitConstructParams:
-        if self.min_hidden > self.max_hidden:
-            raise ValueError("min_hidden must not exceed max_hidden")
+        check_hidden_range(self.min_hidden, self.max_hidden)
         return self
 
 
