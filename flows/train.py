@@ -37,17 +37,25 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return args
 
 
+def training_profile(cfg, params: str):
+    """The recipe ``training.profile`` names (``recipes/<name>.yaml``) with ``training.overrides`` merged in."""
+    from tasks.errors import InputError
+    from tasks.training.profiles import PROFILES, get_profile
+
+    if cfg.training.profile not in PROFILES:
+        raise InputError(params, f"no recipe recipes/{cfg.training.profile}.yaml (known: {', '.join(PROFILES)})",
+                         field="training.profile")
+    return get_profile(cfg.training.profile, cfg.training.profile_overrides(), source=f"{params}: training.overrides")
+
+
 def launch_plan(stage: str, params: str):
     """How ``--launch`` runs the stage (profile from the params); raises InputError on bad params."""
     from tasks.params import load_params
     from tasks.store import repo_root
     from tasks.training.launch import plan
-    from tasks.training.profiles import get_profile
 
     root = repo_root()
-    cfg = load_params(root / params)
-    profile = get_profile(cfg.training.profile, cfg.training.profile_overrides(),
-                          source=f"{params}: training.overrides")
+    profile = training_profile(load_params(root / params), params)
     return plan(stage, params, profile, root)
 
 
@@ -79,12 +87,10 @@ def prepare(stage: str, params: str):
     from tasks.sftdata import SftRow
     from tasks.store import read_jsonl, repo_root
     from tasks.training.models import check_device
-    from tasks.training.profiles import get_profile
 
     root = repo_root()
     cfg = load_params(root / params)
-    profile = get_profile(cfg.training.profile, cfg.training.profile_overrides(),
-                          source=f"{params}: training.overrides")
+    profile = training_profile(cfg, params)
     check_device(profile)
     rows_path = root / "data" / "sft" / "train.jsonl"
     if not rows_path.is_file():

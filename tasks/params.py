@@ -202,10 +202,10 @@ class HeldoutParams(Section):
 
 
 class TrainingParams(Section):
-    profile: Literal["cpu", "cpu-long", "grpo-long", "gpu"] = "cpu"
-    """``cpu``: SmolLM2-135M-Instruct, few short steps; ``grpo-long``: a 9-step SFT and a 20-step GRPO that beats it
-    on the held-out rows (27 min); ``cpu-long``: the cpu SFT and a 30-step GRPO (90 min; it did not beat SFT);
-    ``gpu``: Qwen3-8B with vLLM generation (needs CUDA). See tasks/training/profiles.py."""
+    profile: str = Field(default="cpu", pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+    """A recipe, ``recipes/<profile>.yaml`` (checked by the training stages): ``cpu``: SmolLM2-135M-Instruct, few
+    short steps; ``grpo-long``: a 9-step SFT and a 20-step GRPO that beats it on the held-out rows (27 min);
+    ``cpu-long``: the cpu SFT and a 30-step GRPO (90 min; it did not beat SFT); ``gpu``: Qwen3-8B (needs CUDA)."""
     overrides: dict[str, Any] = Field(default_factory=dict)
     """Deep-merged into the profile (e.g. ``{sft: {max_steps: 40}, grpo: {num_generations: 8}}``)."""
     grpo_prompts: int | None = Field(default=None, ge=1)

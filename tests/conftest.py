@@ -171,7 +171,7 @@ def project(tmp_path: Path) -> Path:
     repo = tmp_path / "repo"
     repo.mkdir()
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
-    for folder in ("flows", "tasks"):
+    for folder in ("flows", "tasks", "recipes"):
         shutil.copytree(ROOT / folder, repo / folder, ignore=ignore)
     shutil.copytree(ROOT / "data" / "samples", repo / "data" / "samples")
     for name in ("dvc.yaml", ".dvcignore", ".gitignore"):

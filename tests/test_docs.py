@@ -113,3 +113,14 @@ def test_every_prefect_flow_run_is_named_after_its_dvc_stage():
         assert template, f"flows/{file}: flow(...) without flow_run_name (Prefect would name the run at random)"
         runs = {template.format(domain=d, stage=t) for d in domains for t in ("sft", "grpo")}
         assert runs <= stages | {"pipeline"}, f"flows/{file}: run names {runs - stages} are not DVC stages"
+
+
+def test_every_benchmark_row_has_a_figure_and_a_status_and_every_result_is_cited():
+    text = (ROOT / "benchmarks" / "README.md").read_text(encoding="utf-8")
+    rows = [r for r in text.splitlines() if re.match(r"^\| `\w+\.py", r)]
+    cells = [[c.strip() for c in r.strip().strip("|").split(" | ")] for r in rows]
+    bad = [c[0] for c in cells if len(c) != 5 or not c[3] or not c[4]]
+    assert not bad, f"benchmarks/README.md rows without a latest figure or a status: {bad}"
+    results = [p.name for p in (ROOT / "benchmarks" / "results").iterdir() if p.is_dir()]
+    uncited = [name for name in results if f"results/{name}/" not in text]
+    assert not uncited, f"benchmarks/results/ folders not cited in benchmarks/README.md: {uncited}"

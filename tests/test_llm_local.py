@@ -22,6 +22,18 @@ def test_embeddings_are_normalised_cached_and_semantic(tmp_path):
     assert again.model_calls == 0 and again._model is None
 
 
+def test_repeated_texts_come_from_memory_and_the_bound_keeps_answers_right(tmp_path, monkeypatch):
+    embedder = Embedder(cache_path=tmp_path / "emb.sqlite", memory_size=3)
+    first = embedder.encode(["a cat", "a dog"])
+    lookups = []
+    monkeypatch.setattr(embedder.cache, "get_many", lambda keys: lookups.append(list(keys)) or {})
+    assert np.array_equal(embedder.encode(["a dog", "a cat", "a dog"]), first[[1, 0, 1]])
+    assert lookups == []  # every text was in memory: no database lookup
+    more = embedder.encode(["a cat", "a bird", "a fish"])  # past the bound: memory cleared, the answer still whole
+    assert len(lookups) == 1 and len(embedder._memory) == 2
+    assert np.array_equal(more[0], first[0]) and embedder.model_calls == 2
+
+
 @pytest.mark.slow  # imports sentence_transformers (~9 s), which the encoder exists to avoid
 def test_the_plain_transformers_encoder_equals_sentence_transformers():
     """The package's recipe run through plain transformers gives sentence_transformers' vectors: short, long

@@ -108,3 +108,13 @@ def test_torch_is_checked_on_every_make_call_not_only_when_the_setup_runs(tmp_pa
     assert f"TORCH=cuda, but {venv} has the cpu build of torch: to switch, rm {venv}/.installed" in other.stderr
     same = make("-n", "help", "TORCH=cpu", f"VENV={venv}")
     assert "has the cpu build" not in same.stderr
+
+
+def test_dvc_reads_yaml_with_the_c_parser():
+    """dvc parses params.yaml once per stage and dvc.yaml / dvc.lock on every call; with ruamel's pure-Python parser a
+    no-op `dvc repro` took 2.4 s on the default DAG, with the C parser (ruamel.yaml.clib) 0.6 s."""
+    from dvc.utils.serialize._yaml import parse_yaml
+    from ruamel.yaml import YAML
+
+    assert YAML(typ="safe").Parser.__name__ == "CParser"
+    assert parse_yaml("a: [1, 2]\n", "params.yaml") == {"a": [1, 2]}

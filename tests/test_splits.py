@@ -30,6 +30,11 @@ from tasks.store import atomic_write_json, jsonl_text
 from tests.conftest import ROOT
 
 PARAMS = yaml.safe_load((ROOT / "params.yaml").read_text())
+SWE_PARAMS = {**PARAMS["evaluate"]["swe"], "compare": [["grpo_policy", "sft_policy"]], "methods": [
+    {"name": "no_questions"},
+    {"name": "sft_policy", "method": "policy", "options": {"adapter": "data/models/sft/adapter"}},
+    {"name": "grpo_policy", "method": "policy", "options": {"adapter": "data/models/grpo/adapter"}}]}
+"""The default evaluate.swe section with both trained policies (the default run scores only the final one)."""
 
 
 def default_swe_cases(**overrides):
@@ -74,11 +79,11 @@ def test_default_swe_split_holds_out_enough_issues_and_never_trains_on_them(swe,
     heldout_ids = {c.metadata.source_id for c in heldout}
     assert train_ids and not train_ids & heldout_ids
 
-    # evaluate@swe with the default params: held-out cases only, enough of them, no overlap with the adapters' ids
+    # evaluate@swe with the default split: held-out cases only, enough of them, no overlap with the adapters' ids
     from tasks.evaluation.questions import SweEvalSettings, load_swe_inputs
 
     root = project_with_adapters(tmp_path, cases, [r for r in rows if r.split == "train"])
-    settings = section(ROOT / "params.yaml", SweEvalSettings, PARAMS["evaluate"]["swe"], "evaluate.swe")
+    settings = section(ROOT / "params.yaml", SweEvalSettings, SWE_PARAMS, "evaluate.swe")
     inputs = load_swe_inputs(root, settings)
     evaluated = {c.metadata.source_id for c in inputs.cases}
     assert len(inputs.cases) >= 24 and len(evaluated) >= 8
@@ -116,7 +121,7 @@ def test_evaluate_swe_refuses_a_policy_trained_on_an_evaluated_issue(swe, tmp_pa
     train = train_split_rows(cases)
     leaked = next(c.metadata.source_id for c in cases if c.metadata.split == "heldout")
     root = project_with_adapters(tmp_path, cases, train, planted=leaked)
-    settings = section(ROOT / "params.yaml", SweEvalSettings, PARAMS["evaluate"]["swe"], "evaluate.swe")
+    settings = section(ROOT / "params.yaml", SweEvalSettings, SWE_PARAMS, "evaluate.swe")
     with pytest.raises(InputError) as err:
         load_swe_inputs(root, settings)
     message = str(err.value)
@@ -135,7 +140,7 @@ def test_an_adapter_without_a_training_record_is_refused(swe, tmp_path):
     cases, _ = swe
     root = project_with_adapters(tmp_path, cases, train_split_rows(cases))
     (root / "data" / "models" / "sft" / TRAINING_SOURCES).unlink()
-    settings = section(ROOT / "params.yaml", SweEvalSettings, PARAMS["evaluate"]["swe"], "evaluate.swe")
+    settings = section(ROOT / "params.yaml", SweEvalSettings, SWE_PARAMS, "evaluate.swe")
     with pytest.raises(InputError, match="records no training source ids"):
         load_swe_inputs(root, settings)
 

@@ -25,6 +25,7 @@ from tasks.training import (
     train_sft,
 )
 from tasks.training.policy import Clarifier, adapter_base
+from tasks.training.profiles import cpu_has_native_bf16
 
 pytestmark = pytest.mark.filterwarnings("ignore:`is_gradient_checkpointing` is deprecated:FutureWarning")
 
@@ -123,7 +124,8 @@ def total(completions, topic, **kwargs):
 
 def test_profiles_validate_and_override():
     cpu = get_profile()
-    assert cpu.name == "cpu" and cpu.use_cpu and not cpu.bf16 and cpu.dtype == "float32"
+    assert cpu.name == "cpu" and cpu.use_cpu and cpu.dtype == "float32"
+    assert cpu.bf16 is cpu_has_native_bf16()  # auto: bf16 autocast where the CPU has it, resolved to a bool
     assert cpu.lora.r == 8 and cpu.lora.target_modules == ["q_proj", "k_proj", "v_proj", "o_proj"]
     assert (cpu.sft.max_steps, cpu.sft.batch_size, cpu.sft.max_length, cpu.sft.learning_rate) == (12, 4, 384, 1e-3)
     assert (cpu.grpo.num_generations, cpu.grpo.max_completion_length, cpu.grpo.temperature) == (4, 64, 0.9)
@@ -149,7 +151,9 @@ def test_profiles_validate_and_override():
     with pytest.raises(InputError, match="grpo"):
         get_profile("cpu", {"grpo": {"batch_size": 6, "num_generations": 4}})
     with pytest.raises(InputError, match="bf16"):
-        get_profile("cpu", {"bf16": True})
+        get_profile("cpu", {"bf16": True, "dtype": "float16"})
+    assert get_profile("cpu", {"bf16": True}).bf16 is True and get_profile("cpu", {"bf16": False}).bf16 is False
+    assert get_profile("cpu-long").bf16 is False  # the learning profiles keep the fp32 they were measured in
     with pytest.raises(InputError, match="unknown training profile"):
         get_profile("tpu")
     with pytest.raises(InputError, match=re.escape("sft.nope")):
@@ -395,3 +399,55 @@ def test_grpo_trains_on_the_evaluated_reward_when_the_profile_asks():
     assert (aligned.diversity.siblings, aligned.diversity.cache_size) == (False, 0)
     assert (settings.diversity.siblings, settings.diversity.cache_size) == (True, 2)
 
+
+
+def test_a_bf16_policy_merges_its_adapter_in_float32_first(tmp_path, monkeypatch):
+    """A LoRA delta far below bf16's resolution survives: the adapter is merged into float32 weights, then cast (a
+    merge into bf16 weights rounds it away); ``auto`` generates in float32 on the CPU."""
+    import torch
+    from peft import LoraConfig, get_peft_model
+    from transformers import AutoModelForCausalLM
+
+    from tasks.training import models
+    from tasks.training.models import inference_dtype, resolve_model_path
+
+    monkeypatch.setattr(models, "cuda_available", lambda: False)
+    assert inference_dtype("auto") == "float32" and inference_dtype("bfloat16") == "bfloat16"
+    monkeypatch.setattr(models, "cuda_available", lambda: True)
+    assert inference_dtype("auto") == "bfloat16"
+
+    path = resolve_model_path("smollm2-135m-instruct")
+    base = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32)
+    peft = get_peft_model(base, LoraConfig(r=2, lora_alpha=2, target_modules=["q_proj"], init_lora_weights=False))
+    for name, weight in peft.named_parameters():
+        if "lora_B" in name:
+            torch.nn.init.constant_(weight, 1e-3)
+    peft.save_pretrained(tmp_path / "adapter")
+    merged32 = peft.merge_and_unload().model.layers[0].self_attn.q_proj.weight.detach()
+    policy = LocalPolicy.from_adapter("smollm2-135m-instruct", tmp_path / "adapter", dtype="bfloat16", device=None)
+    weight = policy.model.model.layers[0].self_attn.q_proj.weight
+    assert weight.dtype == torch.bfloat16
+    assert torch.equal(weight, merged32.to(torch.bfloat16))
+    from peft import PeftModel
+
+    plain = AutoModelForCausalLM.from_pretrained(path, dtype=torch.bfloat16)
+    assert not torch.equal(weight, plain.model.layers[0].self_attn.q_proj.weight)  # the delta is there
+    in_bf16 = PeftModel.from_pretrained(plain, str(tmp_path / "adapter")).merge_and_unload()
+    assert not torch.equal(weight, in_bf16.model.layers[0].self_attn.q_proj.weight)  # what a bf16 merge would give
+
+
+def test_a_recipe_file_is_a_profile_and_its_name_must_be_its_file_name(tmp_path, monkeypatch):
+    from tasks.registry import Registry
+    from tasks.training import profiles
+
+    (tmp_path / "tiny.yaml").write_text("name: tiny\nsft: {max_steps: 1}\n")
+    monkeypatch.setattr(profiles, "RECIPES", tmp_path)
+    monkeypatch.setattr(profiles, "PROFILES", Registry("training profile", discover=profiles._load_recipes))
+    tiny = profiles.get_profile("tiny")
+    assert tiny.sft.max_steps == 1 and tiny.sft.batch_size == profiles.SFTSettings().batch_size
+    with pytest.raises(InputError, match="unknown training profile 'cpu'"):
+        profiles.get_profile("cpu")  # only what the folder holds
+    (tmp_path / "other.yaml").write_text("name: tiny\n")
+    monkeypatch.setattr(profiles, "PROFILES", Registry("training profile", discover=profiles._load_recipes))
+    with pytest.raises(InputError, match=r"other\.yaml.*name must be its file name"):
+        profiles.get_profile("tiny")

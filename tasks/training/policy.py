@@ -20,7 +20,7 @@ import json
 import re
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -58,6 +58,9 @@ class PolicyOptions(BaseModel):
     max_new_tokens: int = Field(default=256, ge=1)
     system_prompt: str | None = None
     """None: the training prompt (``tasks.training.prompts.SYSTEM_PROMPT``)."""
+    dtype: Literal["auto", "float32", "bfloat16"] = "auto"
+    """The weights' dtype while generating (``tasks.training.models.inference_dtype``: auto is bfloat16 on CUDA and
+    float32 on the CPU, where bf16 is faster but its greedy answers change with the thread count and the batch)."""
 
 
 class GenerationSettings(BaseModel):
@@ -288,7 +291,10 @@ class LocalPolicy:
             from transformers import AutoModelForCausalLM
 
             path = resolve_model_path(base)
-            model = AutoModelForCausalLM.from_pretrained(path, dtype=_torch_dtype(dtype))
+            # adapters merge in float32 and the merged weights are cast after: a small LoRA delta added to bf16
+            # weights would round away
+            load = "float32" if adapter is not None and merge else dtype
+            model = AutoModelForCausalLM.from_pretrained(path, dtype=_torch_dtype(load))
             tokenizer_source: Any = path
         else:
             model, tokenizer_source = base, getattr(base.config, "_name_or_path", "")
@@ -302,6 +308,8 @@ class LocalPolicy:
                 model = PeftModel.from_pretrained(model, str(earlier)).merge_and_unload()
             model = PeftModel.from_pretrained(model, str(adapter))
             model = model.merge_and_unload() if merge else model
+            if merge and isinstance(base, (str, Path)) and dtype != "float32":
+                model = model.to(_torch_dtype(dtype))
             name = f"{name} + {adapter.parent.name or adapter.name}"
             if tokenizer is None and _has_tokenizer(adapter):
                 tokenizer = load_tokenizer(adapter)

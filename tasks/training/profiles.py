@@ -1,4 +1,5 @@
-"""Training profiles: every knob of SFT and GRPO in one validated model, and the presets below.
+"""Training profiles: every knob of SFT and GRPO in one validated model; the presets are the recipes,
+``recipes/<name>.yaml`` (what each was measured to do: docs/training.md, "Recipes").
 
 ``cpu`` (default) trains LoRA on the embedded SmolLM2-135M-Instruct for a few short steps in fp32 and finishes in
 minutes on two cores; ``cpu-long`` keeps its model, trains the 20-step SFT it was measured with and runs a 30-step
@@ -11,6 +12,7 @@ with :func:`get_profile`'s ``overrides`` (a nested dict, deep-merged, then valid
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, Literal
 
 import yaml
@@ -21,6 +23,18 @@ from tasks.registry import Registry
 
 SMOLLM2 = "smollm2-135m-instruct"
 """Sentinel model name: the local safetensors conversion from ``tasks.llm.smollm2_weights.convert()``."""
+
+
+_BF16_CPU_FLAGS = ("avx512_bf16", "amx_bf16")
+
+
+def cpu_has_native_bf16() -> bool:
+    """Whether the CPU does bf16 arithmetic itself (AVX512-BF16 or AMX); elsewhere torch emulates it."""
+    try:
+        flags = Path("/proc/cpuinfo").read_text().split()
+    except OSError:
+        return False
+    return any(f in flags for f in _BF16_CPU_FLAGS)
 
 
 class _Strict(BaseModel):
@@ -113,7 +127,11 @@ class TrainProfile(_Strict):
     """Refuse to load the model without CUDA (an 8B model on two CPU cores is never intended)."""
     dtype: Literal["float32", "bfloat16", "float16"] = "float32"
     use_cpu: bool = True
-    bf16: bool = False
+    bf16: bool | Literal["auto"] = False
+    """bf16 mixed precision (fp32 weights, bf16 autocast). ``auto`` (the ``cpu`` profile) resolves when the profile
+    is built: on for a CPU with native bf16 arithmetic (AVX512-BF16 or AMX: the ``cpu`` SFT step 7.6 s against 9.6 s
+    in fp32 on 2 cores, the same final loss to 3 digits) and off on one without, where torch emulates bf16 and is
+    slower than fp32; on without ``use_cpu``."""
     gradient_checkpointing: bool = False
     seed: int = 0
     chat_template_kwargs: dict[str, Any] = Field(default_factory=dict)
@@ -125,10 +143,12 @@ class TrainProfile(_Strict):
 
     @model_validator(mode="after")
     def _consistent(self) -> TrainProfile:
+        if self.bf16 == "auto":
+            self.bf16 = cpu_has_native_bf16() if self.use_cpu else True
         if self.grpo.update == "reference_reinforce" and self.grpo.use_vllm:
             raise ValueError("grpo.update reference_reinforce samples with transformers' generate: use_vllm false")
-        if self.use_cpu and (self.bf16 or self.grpo.use_vllm):
-            raise ValueError("use_cpu=True excludes bf16 and use_vllm (set bf16=False explicitly on CPU)")
+        if self.use_cpu and self.grpo.use_vllm:
+            raise ValueError("use_cpu=True excludes use_vllm")
         if self.bf16 and self.dtype == "float16":
             raise ValueError("bf16=True needs dtype bfloat16 or float32, not float16")
         precision = self.accelerate.mixed_precision if self.accelerate else None
@@ -137,53 +157,20 @@ class TrainProfile(_Strict):
         return self
 
 
-PROFILES: Registry[dict[str, Any]] = Registry("training profile")
-"""Profile name -> its preset (the fields it sets over :class:`TrainProfile`'s defaults), each added below."""
+RECIPES = Path(__file__).resolve().parents[2] / "recipes"
+"""The training recipes, one YAML file each (``recipes/<name>.yaml``): the fields a profile sets over
+:class:`TrainProfile`'s defaults."""
 
-PROFILES.add("cpu", {"name": "cpu"})
-# cpu's model and SFT; 4 prompts x G 4 per step (micro-batches of one group, so peak memory stays under 10 GB;
-# 16 completions in one micro-batch ran out of 24 GB), group-scaled advantages, lr 2e-4, no KL reference,
-# temperature 1.0, 96 new tokens, 30 steps over all 72 train prompts: 90 min on two cores. Measured (held-out
-# every 5 steps): held-out total 0.295 vs SFT 0.354, gain -0.059 [-0.154, +0.023]; it does NOT beat SFT.
-# Selected with `dvc exp run -S training.profile=cpu-long`.
-PROFILES.add("cpu-long", {
-    "name": "cpu-long", "sft": {"max_steps": 20},
-    "grpo": {"prompts": None, "max_steps": 30, "batch_size": 4, "gradient_accumulation_steps": 4,
-             "num_generations": 4, "max_completion_length": 96, "learning_rate": 2e-4, "beta": 0.0,
-             "scale_rewards": "group", "temperature": 1.0}})
-# A smaller SFT (9 steps: held-out 0.214 against the 20-step SFT's 0.354, 15 of 30 cases at 0) leaves GRPO room;
-# then 20 steps of 2 prompts x G 4 over the 72 train prompts on the reward exactly as the held-out curve scores
-# it, lr 1e-3, group-scaled, beta 0, temperature 1.0, 64 new tokens (benchmarks/results/grpo_long/NOTES.md).
-# Selected with `dvc exp run -S training.profile=grpo-long -S training.heldout.every=10`.
-PROFILES.add("grpo-long", {
-    "name": "grpo-long",
-    "sft": {"max_steps": 9},
-    "grpo": {"prompts": None, "max_steps": 20, "batch_size": 4, "gradient_accumulation_steps": 2,
-             "num_generations": 4, "max_completion_length": 64, "learning_rate": 1e-3, "beta": 0.0,
-             "scale_rewards": "group", "temperature": 1.0, "reward_as_evaluated": True}})
-PROFILES.add("gpu", {
-    "name": "gpu",
-    "model": "Qwen/Qwen3-8B",
-    "requires_gpu": True,
-    "dtype": "bfloat16",
-    "use_cpu": False,
-    "bf16": True,
-    "gradient_checkpointing": True,
-    "chat_template_kwargs": {"enable_thinking": False},
-    "lora": {"r": 16, "alpha": 32, "target_modules": ["q_proj", "k_proj", "v_proj", "o_proj"]},
-    "sft": {"max_steps": 500, "batch_size": 4, "gradient_accumulation_steps": 4, "learning_rate": 1e-4,
-            "max_length": 2048, "warmup_steps": 10, "logging_steps": 5},
-    # CLARITI's update (clariti.md §6.3-6.4): REINFORCE, group-mean baseline, KL in the reward, G 8, lr 5e-6,
-    # 1 prompt x G 8 per micro-batch, accumulation 4, 5 warm-up steps, generation by transformers (no vLLM).
-    # LoRA stays on here (the reference trains every weight: `training.lora: false`, which needs the bf16
-    # weights, their gradients, AdamW's two moments and a frozen reference copy in memory, about 80 GB for 8B).
-    "grpo": {"update": "reference_reinforce", "prompts": None, "max_steps": 500, "batch_size": 8,
-             "gradient_accumulation_steps": 4, "num_generations": 8,
-             "max_completion_length": 256, "max_prompt_tokens": 1024, "temperature": 0.9, "top_p": 0.9,
-             "learning_rate": 5e-6, "beta": 0.05, "use_vllm": False,
-             "warmup_steps": 5, "logging_steps": 1},
-    "accelerate": {"num_processes": 1, "mixed_precision": "bf16"},
-})
+def _load_recipes() -> None:
+    for path in sorted(RECIPES.glob("*.yaml")):
+        recipe = yaml.safe_load(path.read_text()) or {}
+        if recipe.get("name") != path.stem:
+            raise InputError(path, f"a recipe's name must be its file name ({path.stem!r})", field="name")
+        PROFILES.add(path.stem, recipe)
+
+
+PROFILES: Registry[dict[str, Any]] = Registry("training profile", discover=_load_recipes)
+"""Profile name -> its recipe, read from :data:`RECIPES` on the first lookup."""
 
 
 def _deep_merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
