@@ -49,6 +49,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.files import input_exists  # noqa: E402
 from benchmarks.siblings import load  # noqa: E402
 from tasks.domains.swe.masking import find_all as _occurrences  # noqa: E402
 
@@ -289,8 +290,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     path = Path(args.data)
-    if not path.is_file():
-        print(f"workbook not found: {path}", file=sys.stderr)
+    if not input_exists(path):
         return 2
     if args.limit is not None and (args.model is None or args.limit < 1):
         print("--limit: needs --model and a positive number of issues", file=sys.stderr)

@@ -18,10 +18,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.files import CLARITI_WORKBOOK, input_exists  # noqa: E402
+
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--workbook", default=str(ROOT.parent / "shared" / "data" / "clariti" / "data.xlsx"))
+    parser.add_argument("--workbook", default=str(CLARITI_WORKBOOK))
     parser.add_argument("--variants", default="all", help="'all' (up to 41 per issue) or a number per issue")
     parser.add_argument("--target-seconds", type=float, default=30.0)
     args = parser.parse_args(argv)
@@ -33,8 +35,7 @@ def main(argv: list[str] | None = None) -> int:
     from tasks.params import SweConstructParams
 
     path = Path(args.workbook)
-    if not path.is_file():
-        print(f"workbook not found: {path}", file=sys.stderr)
+    if not input_exists(path):
         return 2
     t0 = time.perf_counter()
     issues = [i for i in load_clariti(path) if i.spans is not None]

@@ -22,13 +22,14 @@ The severity rules were written looking at cases 1-50 only; cases 51-100 are the
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections import Counter
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+
+from benchmarks.files import write_json  # noqa: E402
 
 TARGET_RECALL = 0.90
 BASELINE = {"objective": "P0", "constraint": "P1", "assumption": "P1"}
@@ -211,8 +212,7 @@ def main(argv: list[str] | None = None) -> int:
     overall = figures["annotate"]["all"]
     print(f"  predicted severities {overall['predicted']} vs published {overall['gold']}")
 
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(figures, indent=2) + "\n")
+    write_json(args.out, figures)
     print(f"\nwrote {args.out.relative_to(ROOT) if args.out.is_relative_to(ROOT) else args.out}")
     return 0
 

@@ -12,7 +12,6 @@ deterministic classifier (keyword cues + MiniLM prototypes), not from the paper'
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from collections import Counter
@@ -20,6 +19,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+
+from benchmarks.files import CLARITI_WORKBOOK, input_exists, write_json  # noqa: E402
 
 SYSTEMS = {
     "CLARITI": "clarification_questions_grpo_3",
@@ -45,7 +46,7 @@ def hidden_of_row(categories_cell, info_cell) -> tuple[set[str], bool]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data", default=str(ROOT.parent / "shared" / "data" / "clariti" / "data.xlsx"))
+    parser.add_argument("--data", default=str(CLARITI_WORKBOOK))
     parser.add_argument("--out", default=str(ROOT / "benchmarks" / "out" / "question_classifier.json"))
     args = parser.parse_args(argv)
 
@@ -56,8 +57,7 @@ def main(argv: list[str] | None = None) -> int:
     from tasks.roles.question_classifier import LABELS, local_batch, split_questions
 
     path = Path(args.data)
-    if not path.is_file():
-        print(f"workbook not found: {path}", file=sys.stderr)
+    if not input_exists(path):
         return 2
     t0 = time.perf_counter()
     df = pd.read_excel(path)
@@ -156,8 +156,7 @@ def main(argv: list[str] | None = None) -> int:
           "embedding cache state affects this)")
 
     out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(report, indent=2) + "\n")
+    write_json(out, report)
     print(f"wrote {out}")
     return 0
 

@@ -13,7 +13,6 @@ completions, siblings = completions of the same prompt). Cold: an empty embeddin
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import random
 import re
@@ -25,6 +24,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+
+from benchmarks.files import write_json  # noqa: E402
+
 OUT = ROOT / "benchmarks" / "out" / "reward_throughput.json"
 
 TEMPLATES = {
@@ -183,8 +185,7 @@ def main(argv: list[str] | None = None) -> int:
         "question_kinds": dict(kinds), "relevance_weights": weights.source, "model_load_s": round(model_load_s, 2),
         "cpu_count": os.cpu_count(), "cold": cold, "warm": warm, "deterministic": deterministic,
     }
-    OUT.parent.mkdir(parents=True, exist_ok=True)
-    OUT.write_text(json.dumps(figures, indent=2) + "\n")
+    write_json(OUT, figures)
     print(f"wrote {OUT.relative_to(ROOT)}")
     return 0
 

@@ -20,13 +20,14 @@ reported separately as the held-out half. Target: recall and precision >= 0.90 o
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections import Counter
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+
+from benchmarks.files import OR_CLARIFY_FOLDER, input_exists, write_json  # noqa: E402
 
 TARGET = 0.90
 HALVES = {"cases 1-50 (tuning)": range(50), "cases 51-100 (held out)": range(50, 100), "all": range(10**6)}
@@ -127,7 +128,7 @@ def fmt(value) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data", default=str(ROOT.parent / "shared" / "data" / "or-clarify"))
+    parser.add_argument("--data", default=str(OR_CLARIFY_FOLDER))
     parser.add_argument("--similar", type=int, default=3, help="other cases used by the harder precision check")
     parser.add_argument("--out", default=str(ROOT / "benchmarks" / "out" / "slot_hit_fidelity.json"))
     args = parser.parse_args(argv)
@@ -138,8 +139,7 @@ def main(argv: list[str] | None = None) -> int:
     from tasks.roles.slot_hit import SPEC
 
     folder = Path(args.data)
-    if not folder.is_dir():
-        print(f"data folder not found: {folder}", file=sys.stderr)
+    if not input_exists(folder, "data folder", folder=True):
         return 2
     cases = read_cases(folder)
     slots = [s for c in cases for s in c.hidden_slots]
@@ -197,8 +197,7 @@ def main(argv: list[str] | None = None) -> int:
         "judge": judge, "judge_recall_by_severity": by_severity, "open_user": user, "target": TARGET, "pass": ok,
     }
     out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(report, indent=2) + "\n")
+    write_json(out, report)
     print(f"wrote {out.relative_to(ROOT) if out.is_relative_to(ROOT) else out}")
     return 0 if ok else 1
 

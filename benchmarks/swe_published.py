@@ -26,6 +26,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.files import CLARITI_WORKBOOK, input_exists  # noqa: E402
+
 OUT = ROOT / "benchmarks" / "out" / "swe_published.json"
 WORK = ROOT / ".cache" / "bench" / "swe_published"
 PAPER = {"questions_per_issue": {"clariti_grpo": 2.94, "gpt5_nano": 5.25, "gpt5": 5.07},
@@ -62,7 +64,7 @@ def surrogate_path() -> tuple[Path | None, str]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data", default=str(ROOT.parent / "shared" / "data" / "clariti" / "data.xlsx"))
+    parser.add_argument("--data", default=str(CLARITI_WORKBOOK))
     parser.add_argument("--limit", type=int, default=None)
     parser.add_argument("--bootstrap", type=int, default=2000)
     args = parser.parse_args(argv)
@@ -73,8 +75,7 @@ def main(argv: list[str] | None = None) -> int:
     from tasks.rewards.parse import parse_questions
 
     data = Path(args.data)
-    if not data.is_file():
-        print(f"workbook not found: {data}", file=sys.stderr)
+    if not input_exists(data):
         return 2
     params = load_params(ROOT / "params.yaml")
     model, model_note = surrogate_path()

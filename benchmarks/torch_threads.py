@@ -26,6 +26,8 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from benchmarks.files import write_json  # noqa: E402
+
 CELL = r"""
 import json, statistics, sys, time
 import torch
@@ -103,8 +105,7 @@ def main(argv: list[str] | None = None) -> int:
     results["verdict"] = verdict
     results["fixed_all_cores_never_worse_than"] = max(v["all_cores_over_best"] for v in verdict.values())
     out = ROOT / args.out
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(results, indent=2) + "\n")
+    write_json(out, results)
     print(json.dumps(verdict, indent=2))
     print(f"a fixed {cores} threads is at most {results['fixed_all_cores_never_worse_than']}x the best count")
     return 0

@@ -38,6 +38,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.files import input_exists  # noqa: E402
 from benchmarks.siblings import load  # noqa: E402
 from tasks.domains.swe.masking import find_all as _occurrences  # noqa: E402
 
@@ -425,8 +426,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.seed != SEED:
         args.cv_only = True  # the shipped weights are trained with the default seed only
     path = Path(args.data)
-    if not path.is_file():
-        print(f"workbook not found: {path}", file=sys.stderr)
+    if not input_exists(path):
         return 2
     try:
         import torch

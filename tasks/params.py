@@ -14,6 +14,12 @@ from tasks.rewards.config import RewardConfig
 from tasks.roles.config import RolesParams
 
 
+def check_hidden_range(min_hidden: int, max_hidden: int) -> None:
+    """A construct section's hidden-slot range is not empty (the ``_range`` check of each such section)."""
+    if min_hidden > max_hidden:
+        raise ValueError("min_hidden must not exceed max_hidden")
+
+
 class Section(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -73,8 +79,7 @@ class SweConstructParams(SplitParams, FanOutParams):
 
     @model_validator(mode="after")
     def _range(self) -> SweConstructParams:
-        if self.min_hidden > self.max_hidden:
-            raise ValueError("min_hidden must not exceed max_hidden")
+        check_hidden_range(self.min_hidden, self.max_hidden)
         if isinstance(self.variants_per_issue, int) and self.variants_per_issue < 1:
             raise ValueError("variants_per_issue must be >= 1 or 'all'")
         return self
@@ -104,8 +109,7 @@ class OptimizationConstructParams(SplitParams, FanOutParams):
 
     @model_validator(mode="after")
     def _range(self) -> OptimizationConstructParams:
-        if self.min_hidden > self.max_hidden:
-            raise ValueError("min_hidden must not exceed max_hidden")
+        check_hidden_range(self.min_hidden, self.max_hidden)
         counts = self.hidden_counts
         if counts is not None and (not counts or min(counts) < 1 or any(p < 0 for p in counts.values())
                                    or sum(counts.values()) <= 0):

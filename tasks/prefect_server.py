@@ -25,12 +25,17 @@ def state_dir(root: Path) -> Path:
     return root / ".prefect"
 
 
-def healthy(api_url: str, timeout: float = 1.0) -> bool:
+def answers_ok(url: str, timeout: float = 1.0) -> bool:
+    """``GET url`` answers 200 within ``timeout`` seconds."""
     try:
-        with urllib.request.urlopen(f"{api_url.rstrip('/')}/health", timeout=timeout) as resp:
+        with urllib.request.urlopen(url, timeout=timeout) as resp:
             return resp.status == 200
     except OSError:
         return False
+
+
+def healthy(api_url: str, timeout: float = 1.0) -> bool:
+    return answers_ok(f"{api_url.rstrip('/')}/health", timeout=timeout)
 
 
 def _pid_alive(pid: int) -> bool:

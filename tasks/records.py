@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -16,6 +16,26 @@ SAFE_ID = r"^[A-Za-z0-9][A-Za-z0-9_.+\-]{0,199}$"
 """Ids become file names and cache keys, so they may not contain path separators or spaces."""
 
 SCHEMA_VERSION = "0.3"
+
+
+def require_text(value: str, message: str) -> str:
+    """``value`` unchanged, or ``ValueError(message)`` when it is blank (the check of a record's text fields)."""
+    if not value.strip():
+        raise ValueError(message)
+    return value
+
+
+class NonBlankText(BaseModel):
+    """Base of a free-text record whose ``text`` field may not be blank (``ValueError(blank_text_error)``).
+
+    It declares no field, so a record's own fields keep their order."""
+
+    blank_text_error: ClassVar[str] = "text is empty"
+
+    @field_validator("text", check_fields=False)
+    @classmethod
+    def _text_not_blank(cls, value: str) -> str:
+        return require_text(value, cls.blank_text_error)
 
 
 class Record(BaseModel):
@@ -36,9 +56,7 @@ class SpanAnnotation(Record):
     @field_validator("text")
     @classmethod
     def _not_blank(cls, value: str) -> str:
-        if not value.strip():
-            raise ValueError("span text is blank")
-        return value
+        return require_text(value, "span text is blank")
 
 
 class IssueRecord(Record):
@@ -61,9 +79,7 @@ class IssueRecord(Record):
     @field_validator("text")
     @classmethod
     def _text_not_empty(cls, value: str) -> str:
-        if not value.strip():
-            raise ValueError("issue text is empty")
-        return value
+        return require_text(value, "issue text is empty")
 
     def present_categories(self) -> list[Category]:
         if self.present is not None:

@@ -18,6 +18,15 @@ def closing_fence(lines: Sequence[str], i: int) -> int:
     return j
 
 
+def strip_span(text: str, start: int, end: int) -> tuple[int, int]:
+    """``text[start:end]`` without its leading and trailing whitespace, as offsets into ``text``."""
+    while start < end and text[start].isspace():
+        start += 1
+    while end > start and text[end - 1].isspace():
+        end -= 1
+    return start, end
+
+
 def normalise_ws(text: str) -> str:
     """``text`` with every run of whitespace one space, and none at either end (how leaks and spans are compared)."""
     return " ".join(text.split())

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from http.server import ThreadingHTTPServer
 from pathlib import Path
 
-from tests.json_http import start_json_server
+from tests.json_http import start_json_server, stop_json_server
 
 FIXTURES = Path(__file__).parent / "data" / "anthropic"
 REFUSED_KEYWORDS = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf", "minLength",
@@ -59,9 +59,7 @@ class MessagesServer:
         return self
 
     def stop(self) -> None:
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
+        stop_json_server(self._server)
 
     def handle(self, path: str, body: dict) -> tuple[int, dict]:
         self.requests.append(body)

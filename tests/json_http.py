@@ -34,3 +34,10 @@ def start_json_server(handle: Handle) -> ThreadingHTTPServer:
     server.daemon_threads = True
     threading.Thread(target=server.serve_forever, daemon=True).start()
     return server
+
+
+def stop_json_server(server: ThreadingHTTPServer | None) -> None:
+    """Stop a server :func:`start_json_server` started (nothing when it never started)."""
+    if server is not None:
+        server.shutdown()
+        server.server_close()

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import ThreadingHTTPServer
 
-from tests.json_http import start_json_server
+from tests.json_http import start_json_server, stop_json_server
 
 
 @dataclass
@@ -63,9 +63,7 @@ class ChatServer:
         return self
 
     def stop(self) -> None:
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
+        stop_json_server(self._server)
 
     def handle(self, path: str, body: dict, authorization: str) -> tuple[int, dict]:
         if path.rstrip("/") != "/v1/chat/completions":

@@ -10,14 +10,14 @@ import time
 
 import pytest
 
-from tasks.clarifiers.base import OPTIMIZATION_CONTEXT, MethodContext, get_method, method_names, reference_of
+from tasks.clarifiers.base import MethodContext, get_method, method_names, reference_of
 from tasks.episodes.records import FIRST_MESSAGE, USER_PREFIX, AgentView, TranscriptRow
 from tasks.errors import InputError
 from tasks.llm.records import RoleConfig, RoleFailure
-from tasks.roles.base import run_role
 from tasks.roles.config import RolesParams
 from tasks.roles.or_user import NEEDS_CONFIRMATION
 from tasks.roles.question_detector import split_questions
+from tests.role_round_trip import local_example, run_with_llm
 
 BRIEF = """A regional bakery bakes three breads for its shops and wants a weekly baking plan.
 
@@ -524,14 +524,7 @@ ROLE_EXAMPLES = {
 
 @pytest.mark.parametrize("name", sorted(ROLE_EXAMPLES))
 def test_role_llm_backend_round_trips_through_a_mock(name, tmp_path):
-    from tasks.llm.cache import CallCache
-    from tasks.llm.client import LLMClient
-    from tasks.roles.registry import get_spec
-
-    spec = get_spec(name)
-    inp = spec.input_model.model_validate(ROLE_EXAMPLES[name])
-    [expected] = run_role(spec, [inp], RoleConfig(), domain=OPTIMIZATION_CONTEXT)
-    messages = spec.messages(inp, OPTIMIZATION_CONTEXT)
+    spec, inp, expected, messages = local_example(name, ROLE_EXAMPLES[name])
     text = "\n".join(m["content"] for m in messages)
     assert '"properties"' in text, "the prompt carries the JSON schema"
     assert "Seeded rye" in text
@@ -539,9 +532,7 @@ def test_role_llm_backend_round_trips_through_a_mock(name, tmp_path):
         assert FIRST_MESSAGE.format(brief=BRIEF) in text
     if name == "or_choice_agent":
         assert "met in full" in text and "allow_other" in text
-    model = mock_model(rule=lambda m: expected.model_dump_json())
-    [got] = run_role(spec, [inp], RoleConfig(backend="llm", model=model), domain=OPTIMIZATION_CONTEXT,
-                     client=LLMClient(CallCache(tmp_path / "calls.sqlite")))
+    got = run_with_llm(spec, inp, mock_model(rule=lambda m: expected.model_dump_json()), tmp_path)
     assert not isinstance(got, RoleFailure), got
     assert got == expected
 

@@ -10,7 +10,7 @@ ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
 DOCS = ROOT / "docs"
 LINK = re.compile(r"!?\[[^\]]*\]\(([^)\s]+)\)")
-NOT_BENCHMARKS = {"siblings", "train_annotator"}  # a loader and the annotator's trainer (a shipped artifact)
+NOT_BENCHMARKS = {"siblings", "files", "train_annotator"}  # two helpers, the annotator's trainer (a shipped artifact)
 
 
 def _links(path: Path) -> list[str]:

@@ -17,10 +17,10 @@ from tasks.domains.optimization.gaps import OPTIMIZATION
 from tasks.episodes.records import USER_PREFIX, AgentView, TranscriptRow
 from tasks.errors import InputError
 from tasks.llm.records import RoleConfig, RoleFailure
-from tasks.roles.base import run_role
 from tasks.roles.config import RolesParams
 from tasks.roles.or_user import NEEDS_CONFIRMATION
 from tests.conftest import OR_CLARIFY
+from tests.role_round_trip import local_example, run_with_llm
 
 VARIANTS = ("interopt", "interopt_wo_stage1", "interopt_wo_stage2", "interopt_aligned", "interopt_cost_aware")
 
@@ -761,22 +761,14 @@ ROLE_EXAMPLES = {
 
 @pytest.mark.parametrize("name", sorted(ROLE_EXAMPLES))
 def test_each_role_round_trips_through_its_llm_backend(name, tmp_path):
-    from tasks.llm.cache import CallCache
-    from tasks.llm.client import LLMClient
-    from tasks.roles.registry import get_spec
-
-    spec = get_spec(name)
-    inp = spec.input_model.model_validate(ROLE_EXAMPLES[name])
-    [expected] = run_role(spec, [inp], RoleConfig(), domain=OPTIMIZATION_CONTEXT)
-    messages = spec.messages(inp, OPTIMIZATION_CONTEXT)
+    spec, inp, expected, messages = local_example(name, ROLE_EXAMPLES[name])
     text = "\n".join(m["content"] for m in messages)
     assert '"properties"' in messages[0]["content"], "the system prompt carries the JSON schema"
     for value in inp.model_dump().values():  # every input field reaches the prompt
         for leaf in _leaves(value):
             assert leaf in text, (name, leaf)
     model, script = mock_model(outputs=[expected.model_dump_json()])
-    [got] = run_role(spec, [inp], RoleConfig(backend="llm", model=model), domain=OPTIMIZATION_CONTEXT,
-                     client=LLMClient(CallCache(tmp_path / "calls.sqlite")))
+    got = run_with_llm(spec, inp, model, tmp_path)
     assert not isinstance(got, RoleFailure), got
     assert got == expected and script.requests[-1] == messages
 

@@ -92,6 +92,12 @@ def test_default_swe_split_holds_out_enough_issues_and_never_trains_on_them(swe,
                               "grpo_policy": {"trained_on_source_ids": len(train_ids), "overlap": 0}}
 
 
+def train_split_rows(cases) -> list:
+    """The SFT rows built from ``cases`` that belong to the training split (what the stand-in adapters learnt)."""
+    rows, _ = build_rows(cases, CLARITI_WEIGHTS, RoleConfig())
+    return [r for r in rows if r.split == "train"]
+
+
 def project_with_adapters(tmp_path: Path, cases, train_rows, planted: str | None = None) -> Path:
     """A project folder with the cases and stand-in SFT / GRPO adapters (config + training record, no weights);
     ``planted`` is a source id added to GRPO's record."""
@@ -112,9 +118,9 @@ def test_evaluate_swe_refuses_a_policy_trained_on_an_evaluated_issue(swe, tmp_pa
     from tasks.evaluation.questions import SweEvalSettings, load_swe_inputs
 
     cases, _ = swe
-    rows, _ = build_rows(cases, CLARITI_WEIGHTS, RoleConfig())
+    train = train_split_rows(cases)
     leaked = next(c.metadata.source_id for c in cases if c.metadata.split == "heldout")
-    root = project_with_adapters(tmp_path, cases, [r for r in rows if r.split == "train"], planted=leaked)
+    root = project_with_adapters(tmp_path, cases, train, planted=leaked)
     settings = section(ROOT / "params.yaml", SweEvalSettings, SWE_PARAMS, "evaluate.swe")
     with pytest.raises(InputError) as err:
         load_swe_inputs(root, settings)
@@ -123,7 +129,7 @@ def test_evaluate_swe_refuses_a_policy_trained_on_an_evaluated_issue(swe, tmp_pa
     assert "\n" not in message
     # the training split evaluated with a trained policy is refused too, not silently scored
     train_settings = settings.model_copy(update={"split": "train"})
-    root_clean = project_with_adapters(tmp_path / "clean", cases, [r for r in rows if r.split == "train"])
+    root_clean = project_with_adapters(tmp_path / "clean", cases, train)
     with pytest.raises(InputError, match="sft_policy"):
         load_swe_inputs(root_clean, train_settings)
 
@@ -132,8 +138,7 @@ def test_an_adapter_without_a_training_record_is_refused(swe, tmp_path):
     from tasks.evaluation.questions import SweEvalSettings, load_swe_inputs
 
     cases, _ = swe
-    rows, _ = build_rows(cases, CLARITI_WEIGHTS, RoleConfig())
-    root = project_with_adapters(tmp_path, cases, [r for r in rows if r.split == "train"])
+    root = project_with_adapters(tmp_path, cases, train_split_rows(cases))
     (root / "data" / "models" / "sft" / TRAINING_SOURCES).unlink()
     settings = section(ROOT / "params.yaml", SweEvalSettings, SWE_PARAMS, "evaluate.swe")
     with pytest.raises(InputError, match="records no training source ids"):
@@ -144,8 +149,8 @@ def test_episode_policy_rows_play_heldout_cases_only_and_stop_on_overlap(swe, tm
     from tasks.evaluation.runs import EvalSettings, check_policies, plan_units
 
     cases, _ = swe
-    rows, _ = build_rows(cases, CLARITI_WEIGHTS, RoleConfig())
-    root = project_with_adapters(tmp_path, cases, [r for r in rows if r.split == "train"])
+    train = train_split_rows(cases)
+    root = project_with_adapters(tmp_path, cases, train)
     adapter = str(root / "data" / "models" / "grpo" / "adapter")
     settings = EvalSettings.model_validate({"repeats": 1, "methods": [
         {"name": "freeqa", "protocols": ["open"]},
@@ -161,8 +166,7 @@ def test_episode_policy_rows_play_heldout_cases_only_and_stop_on_overlap(swe, tm
         check_policies(select(cases, "train"), settings)
 
     leaked = next(c.metadata.source_id for c in cases if c.metadata.split == "heldout")
-    planted = project_with_adapters(tmp_path / "planted", cases, [r for r in rows if r.split == "train"],
-                                    planted=leaked)
+    planted = project_with_adapters(tmp_path / "planted", cases, train, planted=leaked)
     bad = settings.model_copy(update={"methods": [settings.methods[0], settings.methods[1].model_copy(
         update={"options": {"adapter": str(planted / "data" / "models" / "grpo" / "adapter")}})]})
     with pytest.raises(InputError, match=f"grpo_policy.*{leaked}"):
@@ -240,8 +244,7 @@ def test_swe_summary_report_and_stage_metrics_state_the_split(swe, tmp_path):
     from tests.test_swe_eval import FakePolicy
 
     cases, _ = swe
-    rows, _ = build_rows(cases, CLARITI_WEIGHTS, RoleConfig())
-    train = [r for r in rows if r.split == "train"]
+    train = train_split_rows(cases)
     root = project_with_adapters(tmp_path, cases, train)
     settings = SweEvalSettings.model_validate({"limit": 3, "bootstrap": 50, "methods": [
         {"name": "no_questions"},

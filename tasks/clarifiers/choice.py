@@ -28,6 +28,7 @@ from tasks.clarifiers.base import BaseAgent, MethodContext, method
 from tasks.clarifiers.freeqa import (
     AgentInput,
     NoOptions,
+    check_action_filled,
     clean_question,
     gap_key_of,
     next_gap,
@@ -67,10 +68,7 @@ class ChoiceAgentOutput(BaseModel):
 
     @model_validator(mode="after")
     def _filled(self) -> ChoiceAgentOutput:
-        if self.action == "question" and not clean_question(self.question):
-            raise ValueError("action 'question' needs a question")
-        if self.action == "ready_to_model" and not self.summary.strip():
-            raise ValueError("action 'ready_to_model' needs a summary")
+        check_action_filled(self.action, self.question, self.summary)
         return self
 
 

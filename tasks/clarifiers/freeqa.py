@@ -68,6 +68,14 @@ def clean_question(text: str) -> str:
     return QUESTION_PREFIX.sub("", text.strip()).strip()
 
 
+def check_action_filled(action: str, question: str, summary: str) -> None:
+    """An agent's reply carries what its action needs: a question to ask, or the summary when ready to model."""
+    if action == "question" and not clean_question(question):
+        raise ValueError("action 'question' needs a question")
+    if action == "ready_to_model" and not summary.strip():
+        raise ValueError("action 'ready_to_model' needs a summary")
+
+
 def _question_of(row: TranscriptRow) -> str:
     text = row.content.strip()
     if text.startswith("Question:"):
@@ -233,10 +241,7 @@ class GenericAgentOutput(BaseModel):
 
     @model_validator(mode="after")
     def _filled(self) -> GenericAgentOutput:
-        if self.action == "question" and not clean_question(self.question):
-            raise ValueError("action 'question' needs a question")
-        if self.action == "ready_to_model" and not self.summary.strip():
-            raise ValueError("action 'ready_to_model' needs a summary")
+        check_action_filled(self.action, self.question, self.summary)
         return self
 
 

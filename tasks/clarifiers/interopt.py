@@ -185,6 +185,17 @@ class _Agent(BaseAgent):
     def set(self, name: str, value: float) -> None:
         self._counters[name] = value
 
+    def _open_turn(self, view: AgentView) -> tuple[list[R.PublicTurn], dict[str, Any]]:
+        """What every turn starts with: the public transcript and the turn's event, after the alignment check and
+        the judgement of the last reply where the options ask for them."""
+        transcript = _transcript(view)
+        event: dict[str, Any] = {"turn": view.turn}
+        if self.opts.aligned:
+            self._align(view, event)
+        if self.opts.cost_aware:
+            self.observe_reply(view, event)
+        return transcript, event
+
 
 # ---- Choice (MC-D) -----------------------------------------------------------------------------------------------
 
@@ -313,12 +324,7 @@ class ChoiceInterOptAgent(_Agent):
         return bool(self.opts.stage1) and not any(self.worth_asking(r.category) for r in self.ledger.open_rows())
 
     def act(self, view: AgentView) -> AgentAction:
-        transcript = _transcript(view)
-        event: dict[str, Any] = {"turn": view.turn}
-        if self.opts.aligned:
-            self._align(view, event)
-        if self.opts.cost_aware:
-            self.observe_reply(view, event)
+        transcript, event = self._open_turn(view)
         if not self.opts.stage2:
             return self._direct(view, transcript, event)
         if self.opts.stage1:
@@ -570,12 +576,7 @@ class OpenInterOptAgent(_Agent):
         return []
 
     def act(self, view: AgentView) -> AgentAction:
-        transcript = _transcript(view)
-        event: dict[str, Any] = {"turn": view.turn}
-        if self.opts.aligned:
-            self._align(view, event)
-        if self.opts.cost_aware:
-            self.observe_reply(view, event)
+        transcript, event = self._open_turn(view)
         guidance: R.OpenGapSearchOutput | None = None
         if self.opts.stage1:
             self.bump("gap_search_calls")

@@ -24,7 +24,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from tasks.construction.eligibility import LOWER, UPPER, eligibility, numbers
-from tasks.records import Unit
+from tasks.records import Unit, require_text
 from tasks.roles.base import RoleSpec
 from tasks.roles.registry import ROLES
 from tasks.roles.slot_hit import ENTITY_HEADS
@@ -71,9 +71,7 @@ class SlotAnnotation(BaseModel):
     @field_validator("severity_reason", "semantic_hit_rule", "simulator_answer")
     @classmethod
     def _not_blank(cls, value: str) -> str:
-        if not value.strip():
-            raise ValueError("is blank")
-        return value
+        return require_text(value, "is blank")
 
     @field_validator("reference_questions", "failure_modes")
     @classmethod

@@ -28,9 +28,10 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from tasks.construction import UNIT_KINDS
-from tasks.records import Unit
+from tasks.records import Unit, require_text
 from tasks.roles.base import RoleSpec
 from tasks.roles.registry import ROLES
+from tasks.text import strip_span
 
 Kind = Literal["context", "data", "constraint", "objective", "assumption"]
 assert get_args(Kind) == UNIT_KINDS
@@ -56,9 +57,7 @@ class DecomposeInput(BaseModel):
     @field_validator("text")
     @classmethod
     def _not_blank(cls, value: str) -> str:
-        if not value.strip():
-            raise ValueError("problem text is empty")
-        return value
+        return require_text(value, "problem text is empty")
 
 
 class DecomposedUnit(BaseModel):
@@ -165,15 +164,7 @@ def _sentences(text: str, start: int, end: int) -> list[tuple[int, int]]:
             spans.append((cursor, stop))
             cursor = max(cursor, resume)
     spans.append((cursor, end))
-    return [s for s in (_trim(text, a, b) for a, b in spans) if s[0] < s[1]]
-
-
-def _trim(text: str, start: int, end: int) -> tuple[int, int]:
-    while start < end and text[start].isspace():
-        start += 1
-    while end > start and text[end - 1].isspace():
-        end -= 1
-    return start, end
+    return [s for s in (strip_span(text, a, b) for a, b in spans) if s[0] < s[1]]
 
 
 def _opens_story(text: str, spans: list[tuple[int, int]]) -> bool:
@@ -240,7 +231,7 @@ class _Builder:
         self.leadin: tuple[int, int] | None = None
 
     def emit(self, start: int, end: int, structured: bool) -> None:
-        start, end = _trim(self.text, start, end)
+        start, end = strip_span(self.text, start, end)
         if start < end:
             self.segments.append(Segment(start, end, structured, self.hint))
 
@@ -276,7 +267,7 @@ class _Builder:
     def caption(self, line: _Line) -> None:
         """A caption line joins any pending lead-in (``Unit costs:`` then ``Table 5-6``)."""
         start = self.leadin[0] if self.leadin is not None else line.start
-        self.leadin = _trim(self.text, start, line.end)
+        self.leadin = strip_span(self.text, start, line.end)
 
     def items(self, lines: list[_Line]) -> None:
         label = self.text[self.leadin[0] : self.leadin[1]] if self.leadin is not None else ""
@@ -363,7 +354,7 @@ def segment(text: str) -> list[Segment]:
     text = text.replace("\r\n", "\n").replace("\r", "\n")
     segments = _Builder(text).build()
     if not segments:
-        start, end = _trim(text, 0, len(text))
+        start, end = strip_span(text, 0, len(text))
         segments = [Segment(start, end, structured=False)]
     for seg in segments:
         raw = text[seg.start : seg.end]

@@ -9,15 +9,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import ConfigDict, Field
 
 from tasks import store
 from tasks.errors import InputError
 from tasks.limits import MAX_TEXT_CHARS
-from tasks.records import SAFE_ID, Unit, check_units
+from tasks.records import SAFE_ID, NonBlankText, Unit, check_units
 
 
-class ProblemRecord(BaseModel):
+class ProblemRecord(NonBlankText):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     problem_id: str = Field(pattern=SAFE_ID)
@@ -27,12 +27,7 @@ class ProblemRecord(BaseModel):
     units: list[Unit] | None = None
     """Already decomposed units (TOML source); None means the decomposer runs on ``text``."""
 
-    @field_validator("text")
-    @classmethod
-    def _not_empty(cls, value: str) -> str:
-        if not value.strip():
-            raise ValueError("problem text is empty")
-        return value
+    blank_text_error = "problem text is empty"
 
 
 def _check_unique(problems: list[ProblemRecord], path: Path) -> None:

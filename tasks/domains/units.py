@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from tasks import caching, records, store
 from tasks.caching import RunStats
@@ -34,8 +34,8 @@ from tasks.domains import ConstructResult
 from tasks.domains.api import Eligibility, Evaluation, JudgeHints, Severity, Taxonomy
 from tasks.errors import InputError
 from tasks.limits import MAX_TEXT_CHARS
-from tasks.params import RUNNER_KEYS, SPLIT_KEYS, FanOutParams, SplitParams, section
-from tasks.records import SAFE_ID, Brief, Case, CaseMetadata, HiddenSlot, Unit, check_units
+from tasks.params import RUNNER_KEYS, SPLIT_KEYS, FanOutParams, SplitParams, check_hidden_range, section
+from tasks.records import SAFE_ID, Brief, Case, CaseMetadata, HiddenSlot, NonBlankText, Unit, check_units
 
 SEVERITIES = ("P0", "P1", "P2")
 
@@ -55,12 +55,11 @@ class UnitConstructParams(SplitParams, FanOutParams):
 
     @model_validator(mode="after")
     def _range(self) -> UnitConstructParams:
-        if self.min_hidden > self.max_hidden:
-            raise ValueError("min_hidden must not exceed max_hidden")
+        check_hidden_range(self.min_hidden, self.max_hidden)
         return self
 
 
-class TextRecord(BaseModel):
+class TextRecord(NonBlankText):
     """One complete record of a unit domain (a request, a task, ...): free text, optionally already cut into units."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -70,13 +69,6 @@ class TextRecord(BaseModel):
     text: str = Field(max_length=MAX_TEXT_CHARS)
     units: list[Unit] | None = None
     """Already decomposed units; None means ``decompose`` cuts ``text``."""
-
-    @field_validator("text")
-    @classmethod
-    def _not_empty(cls, value: str) -> str:
-        if not value.strip():
-            raise ValueError("text is empty")
-        return value
 
 
 class SlotRubric(BaseModel):

@@ -16,11 +16,10 @@ import os
 import subprocess
 import sys
 import time
-import urllib.request
 from pathlib import Path
 
 from tasks.llm.paths import cache_dir
-from tasks.prefect_server import _pid_alive, free_port, stop_pid
+from tasks.prefect_server import _pid_alive, answers_ok, free_port, stop_pid
 
 HOST = "127.0.0.1"
 MODEL_NAME = "smollm2-135m-instruct"
@@ -64,11 +63,7 @@ def installed() -> bool:
 
 def ready(base_url: str, timeout: float = 1.0) -> bool:
     """``GET <base>/models`` answers 200 (the model is loaded)."""
-    try:
-        with urllib.request.urlopen(f"{base_url.rstrip('/')}/models", timeout=timeout) as resp:
-            return resp.status == 200
-    except OSError:
-        return False
+    return answers_ok(f"{base_url.rstrip('/')}/models", timeout=timeout)
 
 
 def _ours(pid: int) -> bool:

@@ -11,7 +11,7 @@ import re
 
 from tasks.roles.annotator.patterns import CODEISH, SHELL, TRACEBACK_LINE, URL, VERSION_LINE
 from tasks.roles.annotator.records import Unit
-from tasks.text import FENCE, closing_fence
+from tasks.text import FENCE, closing_fence, strip_span
 
 _LINE = re.compile(r"[^\r\n]*")
 _COMMENT_OPEN = re.compile(r"<!--")
@@ -35,16 +35,8 @@ def _lines(text: str) -> list[tuple[int, int]]:
     return out
 
 
-def _strip(text: str, start: int, end: int) -> tuple[int, int]:
-    while start < end and text[start].isspace():
-        start += 1
-    while end > start and text[end - 1].isspace():
-        end -= 1
-    return start, end
-
-
 def _unit(text: str, start: int, end: int, kind: str) -> Unit | None:
-    start, end = _strip(text, start, end)
+    start, end = strip_span(text, start, end)
     if end - start < 2 or not re.search(r"[A-Za-z0-9]", text[start:end]):
         return None
     return Unit(start, end, kind, text[start:end])
