@@ -1,6 +1,8 @@
 """In which dtype a trained policy should generate: the SFT policy's greedy answers to the held-out SWE issues, as
 evaluate@swe asks them (batches of 8, 128 new tokens, stop at the list's end), in float32 and in bfloat16, each in a
-fresh process, with the seconds, the answers' mean length and how many answers the two dtypes share.
+fresh process on every core and again on one thread, with the seconds, the answers' mean length, how many answers the
+two dtypes share and how many each dtype keeps when the thread count changes (the generation threads follow the
+machine's load, ``tasks/training/threads.py``).
 
     .venv/bin/python benchmarks/policy_dtype.py [--rows data/sft/heldout.jsonl] [--adapter data/models/sft/adapter]
         [--out benchmarks/results/policy_dtype/dtype.json]
@@ -12,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -39,20 +42,26 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--adapter", default="data/models/sft/adapter")
     parser.add_argument("--out", default="benchmarks/results/policy_dtype/dtype.json")
     args = parser.parse_args(argv)
-    cells = {}
+    cells, one_thread = {}, {}
     for dtype in ("float32", "bfloat16"):
-        proc = subprocess.run([sys.executable, "-c", CELL, args.rows, args.adapter, dtype], cwd=ROOT, check=True,
-                              capture_output=True, text=True)
-        cells[dtype] = json.loads(proc.stdout.strip().splitlines()[-1])
-        print(f"{dtype}: {cells[dtype]['seconds']} s, {cells[dtype]['mean_answer_tokens']} tokens per answer")
+        for threads, into in ((None, cells), ("1", one_thread)):
+            env = {**os.environ, **({"CLARIFYFLOW_GENERATE_THREADS": threads} if threads else {})}
+            proc = subprocess.run([sys.executable, "-c", CELL, args.rows, args.adapter, dtype], cwd=ROOT, check=True,
+                                  capture_output=True, text=True, env=env)
+            into[dtype] = json.loads(proc.stdout.strip().splitlines()[-1])
+            print(f"{dtype}, {threads or 'every'} thread(s): {into[dtype]['seconds']} s, "
+                  f"{into[dtype]['mean_answer_tokens']} tokens per answer")
     same = sum(a == b for a, b in zip(cells["float32"]["answers"], cells["bfloat16"]["answers"]))
     result = {
-        "what": "SFT policy, greedy answers to the held-out SWE issues (batch 8, 128 new tokens), 2-core machine",
+        "what": "SFT policy, greedy answers to the held-out SWE issues (batch 8, 128 new tokens), 2 cores, alone",
         "cases": len(cells["float32"]["answers"]),
         "seconds": {d: c["seconds"] for d, c in cells.items()},
         "speedup": round(cells["float32"]["seconds"] / cells["bfloat16"]["seconds"], 2),
         "mean_answer_tokens": {d: c["mean_answer_tokens"] for d, c in cells.items()},
         "same_answers": same,
+        "one_thread_seconds": {d: c["seconds"] for d, c in one_thread.items()},
+        "same_answers_on_one_thread": {d: sum(a == b for a, b in zip(cells[d]["answers"], one_thread[d]["answers"]))
+                                       for d in cells},
     }
     out = ROOT / args.out
     out.parent.mkdir(parents=True, exist_ok=True)

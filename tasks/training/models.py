@@ -59,10 +59,10 @@ def cuda_available() -> bool:
 
 def inference_dtype(requested: str) -> str:
     """The dtype a policy generates in: ``auto`` is ``bfloat16`` on a CUDA device and ``float32`` on the CPU. On a CPU
-    with native bf16, bf16 generates the held-out SWE answers about 1.7x faster, but its greedy answers change with
-    torch's thread count (14 of 16 the same on 1 and 2 threads) while float32's do not (16 of 16), and the thread
-    count follows the machine's load (``tasks.training.threads``): ``benchmarks/policy_dtype.py``. Any other value
-    is kept."""
+    with native bf16, bf16 generates the held-out SWE answers 1.7x faster, but its greedy answers change with torch's
+    thread count (28 of 30 the same on 1 and 2 threads) while float32's do not (30 of 30), and the thread count
+    follows the machine's load (``tasks.training.threads``): ``benchmarks/policy_dtype.py``. Any other value is
+    kept."""
     if requested != "auto":
         return requested
     return "bfloat16" if cuda_available() else "float32"
