@@ -511,6 +511,7 @@ def test_gx_gates_accept_good_frames_and_reject_broken_ones(runs):
 # ---- the 100 published cases (realdata) --------------------------------------------------------------------------
 
 
+@pytest.mark.slow  # a fidelity floor (19 s); benchmarks/slot_hit_fidelity.py and or_methods.py record the figures
 @pytest.mark.realdata
 def test_local_session_judge_on_the_published_cases():
     """READY at once restating the brief: no silent assumption; restating one hidden fact: that slot is flagged;
