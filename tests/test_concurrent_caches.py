@@ -116,3 +116,28 @@ def test_a_new_call_cache_waits_for_a_writer_holding_the_fresh_file(tmp_path):
     cache.close()
     release.join()
     holder.close()
+
+
+def test_unit_store_entries_skip_the_fsync_artifacts_keep_and_a_torn_entry_is_recomputed(tmp_path, monkeypatch):
+    import os
+
+    from pydantic import BaseModel
+
+    from tasks.evaluation.engine import UnitStore
+    from tasks.store import atomic_write_json
+
+    class Unit(BaseModel):
+        key: str
+        value: int
+
+    synced = []
+    real_fsync = os.fsync
+    monkeypatch.setattr(os, "fsync", lambda fd: synced.append(fd) or real_fsync(fd))
+    store = UnitStore(tmp_path / "units", Unit)
+    assert store.put(Unit(key="ab" * 32, value=1)) and synced == []  # a cache entry: renamed whole, not synced
+    assert store.get("ab" * 32) == Unit(key="ab" * 32, value=1)
+    atomic_write_json(tmp_path / "metrics.json", {"a": 1})
+    assert len(synced) == 1  # an artifact is synced before the rename
+    store.path("cd" * 32).parent.mkdir(parents=True, exist_ok=True)
+    store.path("cd" * 32).write_bytes(b"\0" * 16)  # what a power loss can leave of an unsynced file
+    assert store.get("cd" * 32) is None
