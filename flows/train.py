@@ -39,13 +39,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def training_profile(cfg, params: str):
     """The recipe ``training.profile`` names (``recipes/<name>.yaml``) with ``training.overrides`` merged in."""
-    from tasks.errors import InputError
-    from tasks.training.profiles import PROFILES, get_profile
+    from tasks.training.profiles import get_profile
 
-    if cfg.training.profile not in PROFILES:
-        raise InputError(params, f"no recipe recipes/{cfg.training.profile}.yaml (known: {', '.join(PROFILES)})",
-                         field="training.profile")
-    return get_profile(cfg.training.profile, cfg.training.profile_overrides(), source=f"{params}: training.overrides")
+    return get_profile(cfg.training.profile, cfg.training.profile_overrides(), source=params, field_prefix="training.")
 
 
 def launch_plan(stage: str, params: str):

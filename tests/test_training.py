@@ -413,6 +413,8 @@ def test_a_bf16_policy_merges_its_adapter_in_float32_first(tmp_path, monkeypatch
 
     monkeypatch.setattr(models, "cuda_available", lambda: False)
     assert inference_dtype("auto") == "float32" and inference_dtype("bfloat16") == "bfloat16"
+    auto = LocalPolicy.from_adapter("smollm2-135m-instruct", None, dtype="auto", device=None)
+    assert auto.model.dtype == torch.float32
     monkeypatch.setattr(models, "cuda_available", lambda: True)
     assert inference_dtype("auto") == "bfloat16"
 
@@ -450,4 +452,8 @@ def test_a_recipe_file_is_a_profile_and_its_name_must_be_its_file_name(tmp_path,
     (tmp_path / "other.yaml").write_text("name: tiny\n")
     monkeypatch.setattr(profiles, "PROFILES", Registry("training profile", discover=profiles._load_recipes))
     with pytest.raises(InputError, match=r"other\.yaml.*name must be its file name"):
+        profiles.get_profile("tiny")
+    (tmp_path / "other.yaml").write_text("name: other\nsft: {max_steps: 0}\n")  # refused when read, naming the field
+    monkeypatch.setattr(profiles, "PROFILES", Registry("training profile", discover=profiles._load_recipes))
+    with pytest.raises(InputError, match=r"other\.yaml: field 'sft\.max_steps'"):
         profiles.get_profile("tiny")

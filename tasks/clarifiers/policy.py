@@ -47,14 +47,13 @@ class PolicyMethod:
         self.generations = 0
 
     def _load(self) -> Any:
-        from tasks.training.models import inference_dtype
         from tasks.training.policy import LocalPolicy, adapter_base
         from tasks.training.profiles import SMOLLM2
         from tasks.training.prompts import SYSTEM_PROMPT
 
         opts = self.options
         base = opts.base or (adapter_base(Path(opts.adapter)) if opts.adapter else SMOLLM2)
-        return LocalPolicy.from_adapter(base, opts.adapter, dtype=inference_dtype(opts.dtype),
+        return LocalPolicy.from_adapter(base, opts.adapter, dtype=opts.dtype,
                                         system_prompt=opts.system_prompt or SYSTEM_PROMPT,
                                         max_new_tokens=opts.max_new_tokens)
 

@@ -30,6 +30,7 @@ from tasks.llm.loading import MODEL_LOAD_LOCK
 from .models import (
     _torch_dtype,
     align_model,
+    inference_dtype,
     load_tokenizer,
     model_label,
     prepare_tokenizer,
@@ -265,7 +266,8 @@ class LocalPolicy:
         """Base (name, folder, ``"smollm2-135m-instruct"`` or a built model) plus an optional LoRA adapter.
 
         ``base=None`` takes the base recorded in the adapter. The tokenizer saved with the adapter wins over the
-        base's. ``device="auto"`` moves a loaded base to CUDA when there is one (a built model stays put).
+        base's. ``device="auto"`` moves a loaded base to CUDA when there is one (a built model stays put);
+        ``dtype="auto"`` is :func:`tasks.training.models.inference_dtype`'s choice (float32 on the CPU).
         ``generation`` fields: see :class:`GenerationSettings` (``max_new_tokens``, ``greedy``, ...). The first load
         in a process sets torch's thread count (:func:`tasks.training.threads.configure_torch_threads`).
         """
@@ -280,6 +282,7 @@ class LocalPolicy:
     @classmethod
     def _from_adapter(cls, base, adapter_dir, *, tokenizer, dtype, device, merge, system_prompt, chat_template_kwargs,
                       **generation: Any) -> LocalPolicy:
+        dtype = inference_dtype(dtype)
         adapter = Path(adapter_dir) if adapter_dir is not None else None
         if adapter is not None and is_full_model(adapter):  # fully fine-tuned: the folder is the whole model
             base, adapter = adapter, None

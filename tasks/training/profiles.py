@@ -1,13 +1,6 @@
-"""Training profiles: every knob of SFT and GRPO in one validated model; the presets are the recipes,
-``recipes/<name>.yaml`` (what each was measured to do: docs/training.md, "Recipes").
-
-``cpu`` (default) trains LoRA on the embedded SmolLM2-135M-Instruct for a few short steps in fp32 and finishes in
-minutes on two cores; ``cpu-long`` keeps its model, trains the 20-step SFT it was measured with and runs a 30-step
-GRPO (it did not beat SFT on the held-out rows); ``grpo-long`` trains a smaller SFT (9 steps) and a 20-step GRPO on
-the reward as evaluated, which beats that SFT on the held-out rows (27 min). ``gpu`` follows CLARITI's recipe on
-Qwen3-8B with CLARITI's update (REINFORCE with a group-mean baseline, G = 8, lr 5e-6, KL beta 0.05 in the reward,
-temperature and top-p 0.9, 256 new tokens, bf16) and comes with an accelerate config. Any field can be overridden
-with :func:`get_profile`'s ``overrides`` (a nested dict, deep-merged, then validated again).
+"""Training profiles: every knob of SFT and GRPO in one validated model (:class:`TrainProfile`); the presets are
+the recipes, ``recipes/<name>.yaml`` (what each is and was measured to do: docs/training.md, "Recipes"). Any field can
+be overridden with :func:`get_profile`'s ``overrides`` (a nested dict, deep-merged, then validated again).
 """
 
 from __future__ import annotations
@@ -128,10 +121,10 @@ class TrainProfile(_Strict):
     dtype: Literal["float32", "bfloat16", "float16"] = "float32"
     use_cpu: bool = True
     bf16: bool | Literal["auto"] = False
-    """bf16 mixed precision (fp32 weights, bf16 autocast). ``auto`` (the ``cpu`` profile) resolves when the profile
-    is built: on for a CPU with native bf16 arithmetic (AVX512-BF16 or AMX: the ``cpu`` SFT step 7.6 s against 9.6 s
-    in fp32 on 2 cores, the same final loss to 3 digits) and off on one without, where torch emulates bf16 and is
-    slower than fp32; on without ``use_cpu``."""
+    """bf16 mixed precision (fp32 weights, bf16 autocast). ``auto`` (the ``cpu`` recipe) resolves when the profile
+    is built: on for a CPU with native bf16 arithmetic (AVX512-BF16 or AMX; an SFT step 7.6 s against 9.6 s in fp32
+    on 2 cores, the same final loss to 3 digits: docs/setup.md, "Precision"), off on one without, where torch emulates
+    bf16 and is slower than fp32; on without ``use_cpu``."""
     gradient_checkpointing: bool = False
     seed: int = 0
     chat_template_kwargs: dict[str, Any] = Field(default_factory=dict)
@@ -161,11 +154,17 @@ RECIPES = Path(__file__).resolve().parents[2] / "recipes"
 """The training recipes, one YAML file each (``recipes/<name>.yaml``): the fields a profile sets over
 :class:`TrainProfile`'s defaults."""
 
+
 def _load_recipes() -> None:
     for path in sorted(RECIPES.glob("*.yaml")):
         recipe = yaml.safe_load(path.read_text()) or {}
         if recipe.get("name") != path.stem:
             raise InputError(path, f"a recipe's name must be its file name ({path.stem!r})", field="name")
+        try:
+            TrainProfile.model_validate(recipe)
+        except ValidationError as err:
+            first = err.errors()[0]
+            raise InputError(path, first["msg"], field=".".join(str(p) for p in first["loc"]) or None) from None
         PROFILES.add(path.stem, recipe)
 
 
@@ -183,17 +182,20 @@ def _deep_merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any
     return merged
 
 
-def get_profile(name: str = "cpu", overrides: dict[str, Any] | None = None, *, source: str = "profile") -> TrainProfile:
-    """The named profile with ``overrides`` deep-merged in; ``source`` names the file in error messages."""
+def get_profile(name: str = "cpu", overrides: dict[str, Any] | None = None, *, source: str = "profile",
+                field_prefix: str = "") -> TrainProfile:
+    """The named recipe with ``overrides`` deep-merged in. Errors name ``source`` (the file) and the field as
+    ``<field_prefix>profile`` or ``<field_prefix>overrides.<key>`` (``training.`` when they come from params.yaml)."""
     if name not in PROFILES:
-        raise InputError(source, f"unknown training profile {name!r} (known: {', '.join(PROFILES)})", field="profile")
+        raise InputError(source, f"unknown training profile {name!r}: no recipes/{name}.yaml (known: "
+                                 f"{', '.join(PROFILES)})", field=f"{field_prefix}profile")
     data = _deep_merge(TrainProfile(**PROFILES.get(name)).model_dump(), overrides or {})
     try:
         return TrainProfile.model_validate(data)
     except ValidationError as err:
         first = err.errors()[0]
-        field = ".".join(str(p) for p in first["loc"]) or None
-        raise InputError(source, first["msg"], field=field) from None
+        field = ".".join(str(p) for p in first["loc"])
+        raise InputError(source, first["msg"], field=f"{field_prefix}overrides.{field}" if field else None) from None
 
 
 def accelerate_config(profile: TrainProfile) -> dict[str, Any]:

@@ -144,7 +144,6 @@ def configure_torch_threads(setting: str | int | None = "cores", *, force: bool 
     return threads
 
 
-
 GENERATE_ENV = "CLARIFYFLOW_GENERATE_THREADS"
 
 

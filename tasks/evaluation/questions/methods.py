@@ -202,13 +202,12 @@ class PolicyQuestioner(SweMethod):
 
     def fingerprint(self) -> dict[str, Any]:
         from tasks.store import sha256_tree
+        from tasks.training.models import inference_dtype
         from tasks.training.policy import stacked_on
         from tasks.training.prompts import SYSTEM_PROMPT
 
         adapter = self.adapter_dir()
         stack = [] if adapter is None else [*stacked_on(adapter), adapter]
-        from tasks.training.models import inference_dtype
-
         return {"kind": self.kind, "base": self.options.base, "max_new_tokens": self.options.max_new_tokens,
                 "dtype": inference_dtype(self.options.dtype),
                 "system_prompt": self.options.system_prompt or SYSTEM_PROMPT,
@@ -216,7 +215,6 @@ class PolicyQuestioner(SweMethod):
                 "adapters": [sha256_tree(a) for a in stack]}
 
     def _load(self) -> Any:
-        from tasks.training.models import inference_dtype
         from tasks.training.policy import LocalPolicy, adapter_base
         from tasks.training.profiles import SMOLLM2
         from tasks.training.prompts import SYSTEM_PROMPT
@@ -224,7 +222,7 @@ class PolicyQuestioner(SweMethod):
         adapter = self.adapter_dir()
         base = self.options.base or (adapter_base(adapter) if adapter else SMOLLM2)
         return LocalPolicy.from_adapter(base, adapter, system_prompt=self.options.system_prompt or SYSTEM_PROMPT,
-                                        dtype=inference_dtype(self.options.dtype),
+                                        dtype=self.options.dtype,
                                         max_new_tokens=self.options.max_new_tokens,
                                         batch_size=self.options.batch_size, greedy=True, stop=self.options.stop,
                                         stop_at_list_end=self.options.stop_at_list_end)
