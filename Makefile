@@ -14,11 +14,13 @@ export GX_ANALYTICS_ENABLED ?= false
 export LITELLM_OFFLINE_MODE ?= true
 export HF_HUB_OFFLINE ?= 1
 export HF_DATASETS_OFFLINE ?= 1
+# stages at once where the DAG allows (flows.pipeline --jobs); JOBS=1 runs them one after another
+JOBS ?= 2
 
 .PHONY: setup gpu-setup run lint test test-slow ui serve llm-server stop docs bench clean help
 
 help:
-	@echo "make run        set up, start the local Prefect server, run the pipeline (dvc repro)"
+	@echo "make run        set up, start the local Prefect server, run the pipeline (flows.pipeline: dvc repro per stage, JOBS=2 at once)"
 	@echo "make setup      the .venv; TORCH=cpu|cuda|auto picks the torch build (auto: cuda where nvidia-smi runs)"
 	@echo "make gpu-setup  on a CUDA machine: add vLLM and a CUDA build of torch (training.profile gpu)"
 	@echo "make lint       ruff check (settings in pyproject.toml)"
@@ -123,7 +125,7 @@ server: setup
 run: server
 	@start=$$(date +%s); \
 	if [ -z "$$PREFECT_API_URL" ]; then export PREFECT_API_URL=$$($(PY) -m tasks.prefect_server url); fi; \
-	dvc repro && \
+	$(PY) -m flows.pipeline --jobs $(JOBS) && \
 	echo "" && echo "pipeline finished in $$(( $$(date +%s) - start )) s; the stages that ran:" && \
 	$(PY) -m tasks.stage_times --since $$start && echo "" && \
 	echo "  cases:    data/cases/<domain>/cases.jsonl" && \

@@ -1,23 +1,46 @@
-"""pipeline: run the DVC DAG stage by stage as Prefect tasks, so each stage shows in the Prefect UI.
+"""pipeline: run the DVC DAG as Prefect tasks, each stage a ``dvc repro --single-item <stage>``, two at a time where
+the DAG allows, so each stage shows in the Prefect UI.
 
-``dvc.yaml`` stays the only DAG: the stage graph is read from it and each stage runs as
-``dvc repro --single-item <stage>`` in topological order, serially (DVC holds a repo-wide lock).
-A stage that fails stops the run; later stages are not started.
+``dvc.yaml`` stays the only DAG: the stage graph is read from it. DVC holds its repo lock only while it checks and
+records a stage, not while the stage's command runs (``dvc --wait-for-lock`` waits for the other's turn), so two
+stages with no path between them run side by side: the three constructions, and the three evaluations with the
+question analysis. A stage whose ``meta`` in dvc.yaml says ``runs_alone: true`` (SFT and GRPO: training uses every
+core, and a job beside it halves its speed without changing its result) starts only when nothing else runs, and
+nothing starts beside it. Among the ready stages the one heading the longest chain of work starts first (each stage's
+seconds from its last run, ``data/metrics/timings/stages/``). A stage that fails stops the run: no stage starts after
+it, the running ones finish. ``--jobs 1`` runs the stages one after another.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import subprocess
 import sys
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from flows import cli
 from flows.cli import run_main
 
+DEFAULT_JOBS = 2
+"""Stages at once: two cores' worth (the project's reference machine); ``--jobs`` sets it."""
 
-def stage_order(root: Path) -> list[str]:
+
+@dataclass(frozen=True)
+class StageGraph:
+    order: list[str]
     """Stage names (``construct@swe``, ``report``) in a deterministic topological order."""
+    upstream: dict[str, frozenset[str]]
+    """Each stage's direct dependencies (stages whose outputs it reads)."""
+    alone: frozenset[str]
+    """Stages that run with nothing beside them (``meta: {runs_alone: true}``)."""
+
+
+def stage_graph(root: Path) -> StageGraph:
     import networkx as nx
     from dvc.repo import Repo
 
@@ -25,44 +48,149 @@ def stage_order(root: Path) -> list[str]:
         graph = repo.index.graph  # edges point from a stage to the stages it depends on
         names = {stage: stage.addressing for stage in graph.nodes}
         order = nx.lexicographical_topological_sort(graph.reverse(copy=True), key=lambda s: names[s])
-        return [names[stage] for stage in order]
+        return StageGraph(
+            order=[names[stage] for stage in order],
+            upstream={names[s]: frozenset(names[d] for d in graph.successors(s)) for s in graph.nodes},
+            alone=frozenset(names[s] for s in graph.nodes if (getattr(s, "meta", None) or {}).get("runs_alone")))
+
+
+def stage_order(root: Path) -> list[str]:
+    """Stage names in a deterministic topological order."""
+    return stage_graph(root).order
+
+
+def last_seconds(root: Path) -> dict[str, float]:
+    """Each stage's wall time in its last run (``data/metrics/timings/stages/<stage>.json``)."""
+    from tasks.stage_times import read
+
+    return {row["stage"]: float(row["seconds"]) for row in read(root)}
+
+
+def chain_seconds(graph: StageGraph, seconds: Mapping[str, float]) -> dict[str, float]:
+    """For each stage, the seconds of the longest chain of stages that starts with it (itself included)."""
+    downstream: dict[str, list[str]] = {s: [] for s in graph.order}
+    for stage, ups in graph.upstream.items():
+        for up in ups:
+            downstream[up].append(stage)
+    chain: dict[str, float] = {}
+    for stage in reversed(graph.order):
+        chain[stage] = seconds.get(stage, 1.0) + max((chain[d] for d in downstream[stage]), default=0.0)
+    return chain
+
+
+def run_graph(graph: StageGraph, start: Callable[[str], Any], first_done: Callable[[list[Any]], Any], *,
+              jobs: int, seconds: Mapping[str, float] | None = None) -> dict[str, Any]:
+    """Start every stage of ``graph`` (``start(stage)`` -> a future with ``.result()``; ``first_done(futures)`` -> one
+    that has finished), at most ``jobs`` at once, each after its upstream stages, a ``runs_alone`` stage with nothing
+    beside it; ready stages start longest chain first (``seconds``: each stage's last wall time). Returns each
+    stage's result in ``graph.order``. The first stage that raises stops the run: nothing starts after it, the
+    running stages finish, then its exception is raised."""
+    jobs = max(1, jobs)
+    rank = chain_seconds(graph, seconds or {})
+    position = {s: k for k, s in enumerate(graph.order)}
+    done: dict[str, Any] = {}
+    running: dict[Any, str] = {}
+    failure: BaseException | None = None
+    while True:
+        if failure is None:
+            ready = sorted((s for s in graph.order if s not in done and s not in running.values()
+                            and graph.upstream.get(s, frozenset()) <= done.keys()),
+                           key=lambda s: (-rank[s], position[s]))
+            for stage in ready:
+                if len(running) >= jobs or any(r in graph.alone for r in running.values()):
+                    break
+                if stage in graph.alone and running:
+                    break  # it waits for the running stages, and nothing else starts before it
+                running[start(stage)] = stage
+        if not running:
+            break
+        future = first_done(list(running))
+        stage = running.pop(future)
+        try:
+            done[stage] = future.result()
+        except BaseException as err:  # noqa: BLE001 - raised once the running stages have finished
+            failure = failure or err
+            done[stage] = None
+    if failure is not None:
+        raise failure
+    return {s: done[s] for s in graph.order}
 
 
 def dvc_command() -> list[str]:
-    return [sys.executable, "-m", "dvc"]
+    return [sys.executable, "-m", "dvc", "--wait-for-lock"]
 
 
-def repro_stage(stage: str, root: str, force: bool = False) -> str:
-    """Run one stage through DVC; DVC decides whether it is up to date. Returns DVC's output."""
+_OUTPUT = threading.Lock()
+
+
+THREAD_VARIABLES = ("CLARIFYFLOW_TORCH_THREADS", "OMP_NUM_THREADS")
+"""Set for a stage that may run beside another (unless the user set them): torch's and the math libraries' thread
+count, the stage's share of the cores. Two stages each on every core would oversubscribe them (a generation batch on
+two threads beside a busy core took 3x as long as on one, docs/setup.md); a generation phase still takes the cores
+free when it starts (``tasks.training.threads.generation_threads``)."""
+
+
+def stage_threads(stage: str, graph: StageGraph, jobs: int) -> int | None:
+    """The thread count of a stage that may run beside another (its share of the cores); None for one that runs
+    alone or when one stage runs at a time."""
+    if jobs <= 1 or stage in graph.alone:
+        return None
+    from tasks.training.threads import usable_cores
+
+    return max(1, usable_cores() // jobs)
+
+
+def repro_stage(stage: str, root: str, force: bool = False, threads: int | None = None) -> str:
+    """Run one stage through DVC; DVC decides whether it is up to date. Its output is shown as it comes, each line
+    led by the stage's name (two stages may run at once), and returned. ``threads``: set the thread variables
+    (those the user has not set) for the stage's process. (Not an environment parameter: a task's parameters
+    reach the Prefect server, and the environment may hold keys.)"""
     cmd = [*dvc_command(), "repro", "--single-item", stage]
     if force:
         cmd.append("--force")
-    proc = subprocess.run(cmd, cwd=root, capture_output=True, text=True)
-    output = (proc.stdout + proc.stderr).strip()
-    print(output)
+    env = dict(os.environ)
+    if threads is not None:
+        for name in THREAD_VARIABLES:
+            env.setdefault(name, str(threads))
+    lines = []
+    with subprocess.Popen(cmd, cwd=root, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                          errors="replace", env=env) as proc:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            lines.append(line)
+            with _OUTPUT:
+                sys.stdout.write(f"{stage} | {line.rstrip()}\n")
+                sys.stdout.flush()
+    output = "".join(lines).strip()
     if proc.returncode != 0:
         raise RuntimeError(f"dvc repro {stage} failed with exit code {proc.returncode}:\n{output[-2000:]}")
     return output
 
 
-def pipeline(stages: list[str] | None = None, force: bool = False) -> dict:
+def pipeline(stages: list[str] | None = None, force: bool = False, jobs: int = DEFAULT_JOBS) -> dict:
     from prefect import task
+    from prefect.futures import as_completed
 
     from tasks.store import repo_root
 
     root = repo_root()
-    order = stage_order(root)
+    graph = stage_graph(root)
     if stages:
-        unknown = sorted(set(stages) - set(order))
+        unknown = sorted(set(stages) - set(graph.order))
         if unknown:
-            raise ValueError(f"unknown stage(s) {unknown}; dvc.yaml has {order}")
-        order = [s for s in order if s in stages]
-    results = {}
-    for stage in order:
+            raise ValueError(f"unknown stage(s) {unknown}; dvc.yaml has {graph.order}")
+        chosen = [s for s in graph.order if s in stages]
+        graph = StageGraph(order=chosen, upstream={s: graph.upstream[s] & set(chosen) for s in chosen},
+                           alone=graph.alone & set(chosen))
+
+    def start(stage: str) -> Any:
         stage_task = task(name=f"dvc repro {stage}", task_run_name=stage, cache_policy=None, retries=0)(repro_stage)
-        output = stage_task(stage, str(root), force)
-        results[stage] = "skipped (up to date)" if "didn't change" in output or "is cached" in output else "ran"
-    return results
+        return stage_task.submit(stage, str(root), force, stage_threads(stage, graph, jobs))
+
+    outputs = run_graph(graph, start, lambda futures: next(as_completed(futures)), jobs=jobs,
+                        seconds=last_seconds(root))
+    return {stage: "skipped (up to date)" if "didn't change" in output or "is cached" in output else "ran"
+            for stage, output in outputs.items()}
 
 
 def describe(results: dict) -> str:
@@ -80,6 +208,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("stages", nargs="*", help="only these stages (default: the whole DAG)")
     parser.add_argument("--force", action="store_true", help="pass --force to dvc repro")
     parser.add_argument("--list", action="store_true", help="print the stage order and exit")
+    parser.add_argument("--jobs", type=int, default=DEFAULT_JOBS,
+                        help=f"stages run at once where the DAG allows (default {DEFAULT_JOBS}; 1: one after another)")
     return parser.parse_args(argv)
 
 
@@ -96,7 +226,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.list:
         print("\n".join(stage_order(root)))
         return 0
-    return run_main(lambda: print(describe(build_flow()(stages=args.stages or None, force=args.force))))
+    return run_main(lambda: print(describe(build_flow()(stages=args.stages or None, force=args.force,
+                                                                    jobs=args.jobs))))
 
 
 if __name__ == "__main__":

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import re
 from collections import Counter
 
@@ -16,7 +15,7 @@ from tasks.domains.api import check_domain
 from tasks.domains.units import build_unit_chunk
 from tasks.records import Case
 from tasks.roles.config import RolesParams
-from tests.conftest import ROOT, python
+from tests.conftest import ROOT
 
 DOMAIN = get_domain("analytics")
 ROLES = {"rewriter": RolesParams().rewriter.model_dump(mode="json")}
@@ -135,18 +134,6 @@ def test_local_agents_recover_hidden_analytics_facts(cases, tmp_path):
     for r in results:
         for turn in r.episode.question_turns:
             assert not re.search(r"\b(optimi[sz]e|plan)\b", turn.question), turn.question
-
-
-@pytest.mark.prefect
-def test_construct_and_evaluate_stages_run(project, prefect_api):
-    out = python(project, "-m", "flows.construct", "--domain", "analytics").stdout
-    assert "construct@analytics: 3 cases" in out, out
-    proc = python(project, "-m", "flows.evaluate", "--domain", "analytics")
-    assert "evaluate@analytics" in proc.stdout, proc.stdout
-    summary = json.loads((project / "data" / "eval" / "analytics" / "summary.json").read_text())
-    assert set(summary["rows"]) == {"open::freeqa", "mc_d::mc_d"} and summary["reference_rows"] == {}
-    metrics = json.loads((project / "data" / "metrics" / "stages" / "evaluate" / "analytics.json").read_text())
-    assert metrics["episodes"] == 4 and "local backends" in metrics["backend"]
 
 
 @pytest.mark.parametrize(("lines", "message"), [

@@ -364,3 +364,28 @@ def test_reference_rows_stay_apart_in_the_summary_the_metrics_and_the_report(tmp
     block = rest.split("## Slot judgements", 1)[0]
     assert "| `open::oracle` | privileged | the hidden slots" in block and "| `open::floor` | bound | nothing" in block
     gate("or_summary", M.summary_frame(summary), artifact="summary")  # the gate reads the new layout
+
+
+def test_units_computed_again_write_the_same_bytes_as_the_first_run(tmp_path):
+    """Issue 43's probe: two runs of evaluate@optimization differed in 244 files by latency fields only. The
+    episodes are played twice from empty stores (so their wall times differ) and the outputs must be the same bytes:
+    wall time goes to the returned summary and data/metrics/timings, never to a DVC output."""
+    from tasks.evaluation.evaluate import play, write_outputs
+    from tasks.evaluation.runs import EvalSettings, episode_store
+    from tasks.roles.config import RolesParams
+
+    case = _case()
+    settings = EvalSettings(methods=[{"name": "freeqa", "protocols": ["open"]}], repeats=1, bootstrap=100,
+                            task_runner="serial")
+    files, latencies = [], []
+    for k in range(2):
+        results, _ = play([case], settings, RolesParams(), episode_store(tmp_path / f"store{k}"),
+                          domain=OPTIMIZATION_CONTEXT, runner="serial")
+        summary = write_outputs(tmp_path / f"out{k}", results, [case], settings, RolesParams(),
+                                domain=OPTIMIZATION_CONTEXT, source="test")
+        latencies.append(summary["rows"]["open::freeqa"]["LatencySeconds"])
+        files.append({p.relative_to(tmp_path / f"out{k}").as_posix(): p.read_bytes()
+                      for p in sorted((tmp_path / f"out{k}").rglob("*")) if p.is_file() and p.suffix != ".eval"})
+    assert latencies[0] > 0 and latencies[1] > 0  # measured each time (and the returned summaries carry it)
+    assert set(files[0]) >= {"summary.json", "episodes.jsonl", "report.md"}
+    assert files[0] == files[1]

@@ -184,3 +184,22 @@ def test_generation_takes_the_free_cores_and_restores_the_training_count(monkeyp
     with threads.torch_threads(1):
         assert torch.get_num_threads() == 1
     assert torch.get_num_threads() == before
+
+
+def test_grpo_sampling_runs_on_the_free_cores_and_the_update_on_the_training_threads(monkeypatch):
+    """TRL's sampling inside a GRPO step is a generation phase of its own (beside a competing job both cores made it
+    3x slower); the loss and the update keep the training count."""
+    import torch
+
+    from tasks.training.trainers import _sampling_on_free_cores
+
+    class Trainer:  # the one method of TRL's GRPOTrainer that the subclass replaces
+        def _generate_single_turn(self, prompt_ids):
+            return torch.get_num_threads(), prompt_ids
+
+    monkeypatch.delenv(threads.GENERATE_ENV, raising=False)
+    monkeypatch.setattr(threads.os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
+    monkeypatch.setattr(threads, "running_others", lambda *args: 1.0)  # one core taken by another process
+    with threads.torch_threads(2):
+        assert _sampling_on_free_cores(Trainer)()._generate_single_turn([7]) == (1, [7])
+        assert torch.get_num_threads() == 2

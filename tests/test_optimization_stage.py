@@ -119,10 +119,18 @@ def test_stage_cli_writes_byte_stable_toml_and_reruns_from_cache(project, prefec
     assert len(snapshot) == 4
     again = python(project, "-m", "flows.construct", "--domain", "optimization").stdout
     assert "(0 task(s) executed" in again, again
+    metrics_path = project / "data" / "metrics" / "stages" / "construct" / "optimization.json"
+    first_metrics = metrics_path.read_bytes()
     fresh = python(project, "-m", "flows.construct", "--domain", "optimization", "--refresh-cache").stdout
     assert "0 from cache" in fresh, fresh
+    # computed again, not replayed: the same TOML and metrics bytes; wall time only in the timings, never a DVC file
     assert {p.name: p.read_bytes() for p in folder.glob("*.toml")} == snapshot
-    metrics = json.loads((project / "data" / "metrics" / "stages" / "construct" / "optimization.json").read_text())
+    assert metrics_path.read_bytes() == first_metrics
+    assert b"latency_s" not in first_metrics and b"seconds" not in first_metrics
+    timings = json.loads((project / "data" / "metrics" / "timings" / "construct" / "optimization.json").read_text())
+    assert set(timings["roles"]["decomposer"]) == {"latency_s"}
+    assert "data/metrics/timings" not in (project / "dvc.yaml").read_text()
+    metrics = json.loads(first_metrics)
     assert metrics["cases"] == 4 and metrics["roles"]["decomposer"]["backend"] == "local"
 
 

@@ -97,7 +97,12 @@ def test_pipeline_flow_runs_the_dag_then_dvc_is_a_noop(project, prefect_api, tmp
     assert "evaluate@optimization: ran" in proc.stdout and "evaluate@swe: ran" in proc.stdout
     assert "question_analysis: ran" in proc.stdout
     assert "construct@analytics: ran" in proc.stdout and "evaluate@analytics: ran" in proc.stdout
-    assert (project / "data" / "eval" / "analytics" / "summary.json").is_file()
+    # the analytics stages, as a user's `make run` would run them (their CLIs have no test of their own)
+    analytics = json.loads((project / "data" / "eval" / "analytics" / "summary.json").read_text())
+    assert set(analytics["rows"]) == {"open::freeqa"} and analytics["reference_rows"] == {}
+    metrics = json.loads((project / "data" / "metrics" / "stages" / "evaluate" / "analytics.json").read_text())
+    assert metrics["episodes"] == analytics["rows"]["open::freeqa"]["RunCount"] >= 1
+    assert "local backends" in metrics["backend"]
     swe_summary = json.loads((project / "data" / "eval" / "swe" / "summary.json").read_text())
     assert "grpo_policy" in swe_summary["methods"]  # the trained adapter, evaluated as a clarifier
     assert (project / "data" / "eval" / "optimization" / "report.md").is_file()

@@ -55,19 +55,6 @@ def test_a_rewriter_failing_every_call_stops_construct_and_keeps_the_earlier_out
     assert _role_backend(rewriter) == "llm mock/always-fails, temperature 0.0 (2 of 2 fell back to local)"
 
 
-@pytest.mark.prefect
-def test_identical_construct_runs_give_byte_identical_metrics_and_timings_apart(project, prefect_api):
-    write_params(project, _construct_params())
-    python(project, "-m", "flows.construct", "--domain", "optimization", "--refresh-cache")
-    first = _metrics(project, "construct/optimization")
-    python(project, "-m", "flows.construct", "--domain", "optimization", "--refresh-cache")
-    assert _metrics(project, "construct/optimization") == first
-    assert b"latency_s" not in first and b"seconds" not in first
-    timings = json.loads((project / "data" / "metrics" / "timings" / "construct" / "optimization.json").read_text())
-    assert set(timings["roles"]["decomposer"]) == {"latency_s"}
-    assert "data/metrics/timings" not in (project / "dvc.yaml").read_text()  # never a DVC metric or out
-
-
 def _evaluate_params(project, **roles) -> dict:
     params = tiny_params()
     shutil.copy(ROOT / "tests" / "data" / "or_cases.jsonl", project / "or_cases.jsonl")

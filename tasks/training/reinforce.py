@@ -159,6 +159,7 @@ def train_reinforce(
     from .launch import is_main_process
     from .models import load_base
     from .policy import eos_ids
+    from .threads import generation_threads, torch_threads
 
     rows = [dict(r) for r in dataset_rows]
     g, out_dir = profile.grpo, Path(out_dir)
@@ -228,7 +229,7 @@ def train_reinforce(
                 prompts = [r["prompt"] for r in batch for _ in range(g.num_generations)]
                 enc = tokenizer([render(p) for p in prompts], return_tensors="pt", padding=True,
                                 padding_side="left", add_special_tokens=False).to(device)
-                with torch.no_grad():
+                with torch.no_grad(), torch_threads(generation_threads()):  # sampling: the cores free now
                     out = model.generate(**enc, do_sample=True, temperature=g.temperature, top_p=g.top_p,
                                          max_new_tokens=g.max_completion_length,
                                          pad_token_id=tokenizer.pad_token_id)

@@ -150,10 +150,10 @@ def train_grpo(
             reward_weights=weights, use_vllm=g.use_vllm, warmup_steps=g.warmup_steps, logging_steps=g.logging_steps,
             chat_template_kwargs=dict(profile.chat_template_kwargs) or None, log_completions=False, **vllm,
         )
-        trainer = GRPOTrainer(model=model, reward_funcs=funcs, args=args, train_dataset=Dataset.from_list(rows),
-                              processing_class=tokenizer,
-                              peft_config=_lora_config(profile) if profile.lora.enabled else None,
-                              callbacks=[progress_callback("grpo"), *([heldout] if heldout is not None else [])])
+        trainer = _sampling_on_free_cores(GRPOTrainer)(
+            model=model, reward_funcs=funcs, args=args, train_dataset=Dataset.from_list(rows),
+            processing_class=tokenizer, peft_config=_lora_config(profile) if profile.lora.enabled else None,
+            callbacks=[progress_callback("grpo"), *([heldout] if heldout is not None else [])])
         seconds = _run(trainer)
         if heldout is not None and is_main_process():
             from .heldout import write_curve
@@ -165,3 +165,19 @@ def train_grpo(
         _publish(staging, out_dir, check)
     return result
 
+
+def _sampling_on_free_cores(trainer_class: type) -> type:
+    """``trainer_class`` (TRL's GRPOTrainer) whose sampling runs as a generation phase of its own, on the cores free
+    when it starts (:func:`tasks.training.threads.generation_threads`), while the loss and the update keep the
+    training threads. The sampled token ids decide the update, and they do not depend on the thread count (sampling
+    draws from the seeded generator; only the last bits of the probabilities move), so the adapter is the same alone
+    and beside a competing job; a CPU-bound competitor made a sampling phase on both cores 3x slower than on one
+    (docs/setup.md, "Threads")."""
+    from .threads import generation_threads, torch_threads
+
+    class SamplingOnFreeCores(trainer_class):  # type: ignore[misc, valid-type]
+        def _generate_single_turn(self, *args: Any, **kwargs: Any) -> Any:
+            with torch_threads(generation_threads()):
+                return super()._generate_single_turn(*args, **kwargs)
+
+    return SamplingOnFreeCores
