@@ -6,9 +6,10 @@ records a stage, not while the stage's command runs (``dvc --wait-for-lock`` wai
 stages with no path between them run side by side: the three constructions, and the three evaluations with the
 question analysis. A stage whose ``meta`` in dvc.yaml says ``runs_alone: true`` (SFT and GRPO: training uses every
 core, and a job beside it halves its speed without changing its result) starts only when nothing else runs, and
-nothing starts beside it. Among the ready stages the one heading the longest chain of work starts first (each stage's
-seconds from its last run, ``data/metrics/timings/stages/``). A stage that fails stops the run: no stage starts after
-it, the running ones finish. ``--jobs 1`` runs the stages one after another.
+nothing starts beside it. Among the ready stages the one heading the longest chain of work starts first (each
+stage's seconds from its last run, ``data/metrics/timings/stages/``, or on the reference machine before its first
+run here). A stage that fails stops the run: no stage starts after it, the running ones finish. ``--jobs 1`` runs
+the stages one after another.
 """
 
 from __future__ import annotations
@@ -59,11 +60,24 @@ def stage_order(root: Path) -> list[str]:
     return stage_graph(root).order
 
 
+REFERENCE_SECONDS = Path("benchmarks") / "results" / "fresh_clone" / "alone.json"
+"""Each stage's seconds in a fresh clone's ``make run`` on the project's 2-core machine (``benchmarks/fresh_clone.py``,
+committed): the scheduling hint for a stage that has not run here yet."""
+
+
 def last_seconds(root: Path) -> dict[str, float]:
-    """Each stage's wall time in its last run (``data/metrics/timings/stages/<stage>.json``)."""
+    """Each stage's wall time in its last run here (``data/metrics/timings/stages/<stage>.json``), else on the
+    reference machine (:data:`REFERENCE_SECONDS`); a stage in neither counts 1 s."""
+    import json
+
     from tasks.stage_times import read
 
-    return {row["stage"]: float(row["seconds"]) for row in read(root)}
+    try:
+        seconds = {k: float(v) for k, v in json.loads((root / REFERENCE_SECONDS).read_text())["stages"].items()}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        seconds = {}
+    seconds.update({row["stage"]: float(row["seconds"]) for row in read(root)})
+    return seconds
 
 
 def chain_seconds(graph: StageGraph, seconds: Mapping[str, float]) -> dict[str, float]:

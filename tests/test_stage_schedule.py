@@ -113,3 +113,21 @@ def test_a_stage_beside_another_gets_its_share_of_the_cores(monkeypatch):
     assert stage_threads("evaluate@b", GRAPH, jobs=2) == 1
     assert stage_threads("sft", GRAPH, jobs=2) is None  # alone: every core, as in a serial run
     assert stage_threads("evaluate@b", GRAPH, jobs=1) is None
+
+
+def test_before_its_first_run_a_stage_is_ranked_by_the_reference_machine_seconds(tmp_path):
+    """A fresh clone has no timings of its own: the committed fresh-clone figures rank the stages, and a stage's own
+    last run wins once it has one."""
+    import json
+
+    from flows.pipeline import REFERENCE_SECONDS, last_seconds
+
+    reference = tmp_path / REFERENCE_SECONDS
+    reference.parent.mkdir(parents=True)
+    reference.write_text(json.dumps({"stages": {"evaluate@b": 150.0, "evaluate@a": 70.0}}))
+    assert last_seconds(tmp_path) == {"evaluate@b": 150.0, "evaluate@a": 70.0}
+    own = tmp_path / "data" / "metrics" / "timings" / "stages"
+    own.mkdir(parents=True)
+    (own / "evaluate@a.json").write_text(json.dumps({"stage": "evaluate@a", "started": 1.0, "seconds": 200.0}))
+    assert last_seconds(tmp_path) == {"evaluate@b": 150.0, "evaluate@a": 200.0}
+    assert json.loads((ROOT / REFERENCE_SECONDS).read_text())["stages"]["sft"] > 0  # the committed figures
