@@ -13,6 +13,8 @@ import pytest
 import yaml
 
 from tests.conftest import dvc, python, run, tiny_params, write_params
+from tests.test_evaluate import check_optimization_outputs
+from tests.test_shap_stage import check_shap_outputs
 from tests.test_stage_deps import (
     TRACE_ENV,
     install_trace,
@@ -97,6 +99,7 @@ def test_pipeline_flow_runs_the_dag_then_dvc_is_a_noop(project, prefect_api, tmp
     assert "evaluate@optimization: ran" in proc.stdout and "evaluate@swe: ran" in proc.stdout
     assert "question_analysis: ran" in proc.stdout
     assert "construct@analytics: ran" in proc.stdout and "evaluate@analytics: ran" in proc.stdout
+    check_shap_outputs(project)
     # the analytics stages, as a user's `make run` would run them (their CLIs have no test of their own)
     analytics = json.loads((project / "data" / "eval" / "analytics" / "summary.json").read_text())
     assert set(analytics["rows"]) == {"open::freeqa"} and analytics["reference_rows"] == {}
@@ -124,6 +127,9 @@ def test_pipeline_flow_runs_the_dag_then_dvc_is_a_noop(project, prefect_api, tmp
     missing = {stage: uncovered(files, deps[stage][1]) for stage, files in loaded.items()}
     assert missing == {stage: [] for stage in order}, missing
     (project / "sitecustomize.py").unlink()
+    # evaluate@optimization's outputs, then its flow again by hand: every unit from the store, the same bytes (the
+    # `dvc status` below sees no change)
+    check_optimization_outputs(project, rows={"mc_d::interopt"}, interopt_runs=1)
     status = dvc(project, "status").stdout
     assert "up to date" in status, status
     again = dvc(project, "repro").stdout

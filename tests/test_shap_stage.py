@@ -9,10 +9,9 @@ import pytest
 from tests.conftest import python, tiny_params, write_params
 
 
-@pytest.mark.prefect
-def test_shap_stage_writes_weights_plots_and_metrics(project, prefect_api):
-    out = python(project, "-m", "flows.shap_stage").stdout
-    assert "simulated outcomes" in out, out
+def check_shap_outputs(project) -> None:
+    """What the shap stage publishes on the tiny params: weights, plots, metrics, SHAP values and the surrogate.
+    Called by the whole-DAG test (tests/test_pipeline.py), which runs the stage's CLI as `make run` does."""
     weights = json.loads((project / "data" / "shap" / "weights.json").read_text())
     assert "simulated outcomes" in weights["source"]
     assert max(weights["weights"].values()) == 1.0 and len(weights["weights"]) == 6
