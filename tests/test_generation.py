@@ -203,3 +203,54 @@ def test_grpo_sampling_runs_on_the_free_cores_and_the_update_on_the_training_thr
     with threads.torch_threads(2):
         assert _sampling_on_free_cores(Trainer)()._generate_single_turn([7]) == (1, [7])
         assert torch.get_num_threads() == 2
+
+
+def test_a_training_step_gives_the_same_weights_on_one_thread_and_on_two():
+    """Why training may take the free cores step by step (tasks/training/threads.py: step_threads_callback): LoRA
+    steps (forward, backward, AdamW) on one thread and on two give the same weights to the bit, in fp32 and under
+    bf16 autocast. The SFT stage's adapter on SmolLM2 had the same md5 both ways; this checks a small Llama of
+    the same architecture, with shapes large enough for torch to split its kernels over threads."""
+    import hashlib
+
+    import torch
+    from peft import LoraConfig, get_peft_model
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    def train(n_threads: int, bf16: bool) -> str:
+        with threads.torch_threads(n_threads):
+            torch.manual_seed(0)
+            config = LlamaConfig(vocab_size=512, hidden_size=256, intermediate_size=512, num_hidden_layers=2,
+                                 num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=256)
+            model = get_peft_model(LlamaForCausalLM(config), LoraConfig(r=8, lora_alpha=16,
+                                                                        target_modules=["q_proj", "v_proj"]))
+            opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=1e-2)
+            data = torch.Generator().manual_seed(1)
+            for _ in range(2):
+                ids = torch.randint(0, 512, (4, 192), generator=data)
+                with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+                    loss = model(input_ids=ids, labels=ids).loss
+                loss.backward()
+                opt.step()
+                opt.zero_grad()
+            digest = hashlib.sha256()
+            for _, p in sorted(model.named_parameters()):
+                if p.requires_grad:
+                    digest.update(p.detach().float().numpy().tobytes())
+            return digest.hexdigest()
+
+    for bf16 in (False, True):
+        assert train(1, bf16) == train(2, bf16)
+
+
+def test_each_training_step_takes_the_free_cores_unless_the_count_is_pinned(monkeypatch):
+    monkeypatch.setattr(threads.os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
+    monkeypatch.delenv(threads.ENV, raising=False)
+    monkeypatch.setattr(threads, "running_others", lambda *args: 1.0)  # a CPU-bound job beside the run
+    assert threads.step_threads() == 1
+    monkeypatch.setattr(threads, "running_others", lambda *args: 0.0)
+    assert threads.step_threads() == 2
+    monkeypatch.setenv(threads.ENV, "1")  # the test suite's pin (and a user's)
+    monkeypatch.setattr(threads, "running_others", lambda *args: 0.0)
+    assert threads.step_threads() == 1
+    monkeypatch.setenv(threads.ENV, "cores")
+    assert threads.step_threads() == 2

@@ -1,4 +1,4 @@
-"""torch's intra-op thread count: every usable core by default, fixed for the whole process.
+"""torch's intra-op thread count: every usable core for the process by default, chosen again by each phase.
 
 :func:`configure_torch_threads` is called once where a policy loads and where training starts. The setting is
 ``cores`` (the default: every core this process may run on), ``auto`` (:func:`free_cores`: the usable cores less the
@@ -6,10 +6,11 @@ runnable threads of other processes, sampled once, at the start) or a thread cou
 ``$CLARIFYFLOW_TORCH_THREADS`` (the environment wins, so a benchmark or a user can pin it). The choice is printed once
 to stderr.
 
-Why ``cores`` and not ``auto``: a stage's figures depend on its thread count (float sums split differently), so a
-count chosen from the load of the moment made two runs of the same code publish different losses and adapters; and
-``auto`` decided once, from one glimpse of the machine, so a stage that started next to a passing job ran on one
-thread after that job ended. ``benchmarks/torch_threads.py`` measures all the cores against fewer, alone and beside
+Why ``cores`` and not ``auto`` for the process: ``auto`` decided once, from one glimpse of the machine, so a stage
+that started next to a passing job ran on one thread after that job ended. Phases choose again: each generation phase
+(:func:`generation_threads`) and each training step (:func:`step_threads_callback`) takes the cores free when it
+starts; a training step's result does not depend on its thread count (the SFT adapter had the same md5 on one thread
+and on two, torch 2.13 CPU). ``benchmarks/torch_threads.py`` measures all the cores against fewer, alone and beside
 one CPU-bound job (``benchmarks/results/torch_threads/threads.json``).
 """
 
@@ -152,8 +153,7 @@ def generation_threads() -> int:
     (:func:`free_cores`), or ``$CLARIFYFLOW_GENERATE_THREADS``. On 2 cores (``benchmarks/results/torch_threads/``)
     a generation batch took 6.5 s on one thread against 19.9 s on two beside one CPU-bound job, and alone on the
     default run's ~400-token prompts two threads generated 30 answers in 1 min 26-34 s against 1 min 56 s on one:
-    so the phase takes what is free at its start. Training keeps every core (a step: 7.5 s on 2 threads, 12.9 s on
-    1), so that a stage's adapter and losses do not depend on the load of the moment."""
+    so the phase takes what is free at its start; so does each training step (:func:`step_threads`)."""
     env = os.environ.get(GENERATE_ENV)
     if env not in (None, ""):
         value = parse_setting(env)
@@ -181,3 +181,31 @@ class torch_threads:
 
         if self._before is not None:
             torch.set_num_threads(self._before)
+
+
+def step_threads() -> int:
+    """Threads for the next training step: the pinned count (``$CLARIFYFLOW_TORCH_THREADS``, a number) or the usable
+    cores less what other processes run now (:func:`free_cores`, from a quick look: 5 samples 20 ms apart)."""
+    pinned = (os.environ.get(ENV) or "").strip().lower()
+    if pinned == "cores":
+        return usable_cores()
+    value = parse_setting(pinned)
+    return value if value is not None else free_cores(others=running_others(5, 0.02) or 0.0)
+
+
+def step_threads_callback():
+    """A ``TrainerCallback`` that sets torch's threads at the start of every training step (:func:`step_threads`).
+
+    A step's result does not depend on the count: on torch 2.13's CPU build the SFT stage's adapter had the same md5
+    trained on one thread and on two (fp32 and bf16 autocast; ``tests/test_generation.py`` checks a small LoRA
+    model's weights after two steps), so the count may follow the load from step to step. Beside one CPU-bound job
+    a step on both cores took 18.5 s against 14.2 s on one (docs/setup.md)."""
+    from transformers import TrainerCallback
+
+    class StepThreads(TrainerCallback):
+        def on_step_begin(self, args, state, control, **kwargs):
+            import torch
+
+            torch.set_num_threads(step_threads())
+
+    return StepThreads()

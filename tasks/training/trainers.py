@@ -20,6 +20,7 @@ from .launch import is_main_process
 from .models import load_base
 from .profiles import TrainProfile
 from .progress import progress_callback
+from .threads import step_threads_callback
 from .trainer_common import (  # noqa: F401 - re-exported: the trainers' helpers live beside both updates
     _TEMPLATE_MARGIN,
     RewardFunc,
@@ -83,7 +84,7 @@ def train_sft(
         trainer = SFTTrainer(model=model, args=args, train_dataset=Dataset.from_list(rows),
                              processing_class=tokenizer,
                              peft_config=_lora_config(profile) if profile.lora.enabled else None,
-                             callbacks=[progress_callback("sft")])
+                             callbacks=[progress_callback("sft"), step_threads_callback()])
         seconds = _run(trainer)
         result = _finish(trainer, tokenizer, staging, out_dir, kind="sft", model=model_path_or_model, label=label,
                          profile=profile, n_rows=len(rows), seconds=seconds, reward_names=[], weights=[],
@@ -153,7 +154,8 @@ def train_grpo(
         trainer = _sampling_on_free_cores(GRPOTrainer)(
             model=model, reward_funcs=funcs, args=args, train_dataset=Dataset.from_list(rows),
             processing_class=tokenizer, peft_config=_lora_config(profile) if profile.lora.enabled else None,
-            callbacks=[progress_callback("grpo"), *([heldout] if heldout is not None else [])])
+            callbacks=[progress_callback("grpo"), step_threads_callback(),
+                       *([heldout] if heldout is not None else [])])
         seconds = _run(trainer)
         if heldout is not None and is_main_process():
             from .heldout import write_curve
