@@ -134,9 +134,6 @@ def dvc_command() -> list[str]:
     return [sys.executable, "-m", "dvc", "--wait-for-lock"]
 
 
-_OUTPUT = threading.Lock()
-
-
 THREAD_VARIABLES = ("CLARIFYFLOW_TORCH_THREADS", "OMP_NUM_THREADS")
 """Set for a stage that may run beside another (unless the user set them): torch's and the math libraries' thread
 count, the stage's share of the cores. Two stages each on every core would oversubscribe them (a generation batch on
@@ -152,6 +149,10 @@ def stage_threads(stage: str, graph: StageGraph, jobs: int) -> int | None:
     from tasks.training.threads import usable_cores
 
     return max(1, usable_cores() // jobs)
+
+
+_OUTPUT = threading.Lock()
+"""One stage's output line at a time on stdout."""
 
 
 def repro_stage(stage: str, root: str, force: bool = False, threads: int | None = None) -> str:

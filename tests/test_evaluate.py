@@ -163,9 +163,11 @@ def test_a_killed_evaluation_resumes_without_repeating_episodes_or_calls(tmp_pat
     assert total <= _calls(log) <= total + 1, (total, before, _calls(log))
 
 
-def check_optimization_outputs(project, rows: set[str], interopt_runs: int) -> None:
-    """What evaluate@optimization publishes, and that a rerun plays nothing and writes the same summary. Called by
-    the whole-DAG test (tests/test_pipeline.py) after `make run`'s path, with its methods and case count."""
+def check_optimization_outputs(project, output: str, rows: set[str], interopt_runs: int) -> None:
+    """What evaluate@optimization publishes (``output``: the run's stdout), and that a rerun plays nothing and writes
+    the same summary. Called by the whole-DAG test (tests/test_pipeline.py) after `make run`'s path, with its
+    methods and case count."""
+    assert "played" in output, output
     out = project / "data" / "eval" / "optimization"
     summary = json.loads((out / "summary.json").read_text())
     assert set(summary["rows"]) == rows

@@ -99,8 +99,9 @@ def test_pipeline_flow_runs_the_dag_then_dvc_is_a_noop(project, prefect_api, tmp
     assert "evaluate@optimization: ran" in proc.stdout and "evaluate@swe: ran" in proc.stdout
     assert "question_analysis: ran" in proc.stdout
     assert "construct@analytics: ran" in proc.stdout and "evaluate@analytics: ran" in proc.stdout
-    check_shap_outputs(project)
+    check_shap_outputs(project, proc.stdout)
     # the analytics stages, as a user's `make run` would run them (their CLIs have no test of their own)
+    assert re.search(r"construct@analytics: \d+ cases", proc.stdout), proc.stdout
     analytics = json.loads((project / "data" / "eval" / "analytics" / "summary.json").read_text())
     assert set(analytics["rows"]) == {"open::freeqa"} and analytics["reference_rows"] == {}
     metrics = json.loads((project / "data" / "metrics" / "stages" / "evaluate" / "analytics.json").read_text())
@@ -129,7 +130,7 @@ def test_pipeline_flow_runs_the_dag_then_dvc_is_a_noop(project, prefect_api, tmp
     (project / "sitecustomize.py").unlink()
     # evaluate@optimization's outputs, then its flow again by hand: every unit from the store, the same bytes (the
     # `dvc status` below sees no change)
-    check_optimization_outputs(project, rows={"mc_d::interopt"}, interopt_runs=1)
+    check_optimization_outputs(project, proc.stdout, rows={"mc_d::interopt"}, interopt_runs=1)
     status = dvc(project, "status").stdout
     assert "up to date" in status, status
     again = dvc(project, "repro").stdout

@@ -9,9 +9,11 @@ import pytest
 from tests.conftest import python, tiny_params, write_params
 
 
-def check_shap_outputs(project) -> None:
-    """What the shap stage publishes on the tiny params: weights, plots, metrics, SHAP values and the surrogate.
-    Called by the whole-DAG test (tests/test_pipeline.py), which runs the stage's CLI as `make run` does."""
+def check_shap_outputs(project, output: str) -> None:
+    """What the shap stage publishes on the tiny params (``output``: the run's stdout): weights, plots, metrics, SHAP
+    values and the surrogate. Called by the whole-DAG test (tests/test_pipeline.py), which runs the stage's CLI as
+    `make run` does."""
+    assert "simulated outcomes" in output, output
     weights = json.loads((project / "data" / "shap" / "weights.json").read_text())
     assert "simulated outcomes" in weights["source"]
     assert max(weights["weights"].values()) == 1.0 and len(weights["weights"]) == 6

@@ -106,10 +106,12 @@ def free_cores(cores: int | None = None, others: float | None = None) -> int:
 
 
 def parse_setting(setting: str | int | None) -> int | None:
-    """``auto``/None/empty -> None (choose from the free cores); a positive integer -> itself; else ValueError
-    (``cores`` is read by :func:`configure_torch_threads`)."""
+    """``auto``/None/empty -> None (choose from the free cores); ``cores`` -> :func:`usable_cores`; a positive
+    integer -> itself; else ValueError."""
     if setting is None or (isinstance(setting, str) and setting.strip().lower() in ("", "auto")):
         return None
+    if isinstance(setting, str) and setting.strip().lower() == "cores":
+        return usable_cores()
     try:
         value = int(setting)
     except ValueError:
@@ -128,7 +130,7 @@ def configure_torch_threads(setting: str | int | None = "cores", *, force: bool 
     env = os.environ.get(ENV)
     raw = env if env not in (None, "") else setting
     every_core = isinstance(raw, str) and raw.strip().lower() == "cores"
-    fixed = usable_cores() if every_core else parse_setting(raw)
+    fixed = parse_setting(raw)
     import torch
 
     if every_core:
@@ -184,13 +186,11 @@ class torch_threads:
 
 
 def step_threads() -> int:
-    """Threads for the next training step: the pinned count (``$CLARIFYFLOW_TORCH_THREADS``, a number) or the usable
-    cores less what other processes run now (:func:`free_cores`, from a quick look: 5 samples 20 ms apart)."""
-    pinned = (os.environ.get(ENV) or "").strip().lower()
-    if pinned == "cores":
-        return usable_cores()
-    value = parse_setting(pinned)
-    return value if value is not None else free_cores(others=running_others(5, 0.02) or 0.0)
+    """Threads for the next training step: the pinned count (``$CLARIFYFLOW_TORCH_THREADS``: a number or ``cores``)
+    or the usable cores less what other processes run now (:func:`free_cores`; a quick look, 5 samples 20 ms apart,
+    taken before every step)."""
+    value = parse_setting(os.environ.get(ENV))
+    return value if value is not None else free_cores(others=other_load(5, 0.02))
 
 
 def step_threads_callback():
@@ -199,7 +199,7 @@ def step_threads_callback():
     A step's result does not depend on the count: on torch 2.13's CPU build the SFT stage's adapter had the same md5
     trained on one thread and on two (fp32 and bf16 autocast; ``tests/test_generation.py`` checks a small LoRA
     model's weights after two steps), so the count may follow the load from step to step. Beside one CPU-bound job
-    a step on both cores took 18.5 s against 14.2 s on one (docs/setup.md)."""
+    a LoRA step on both cores took 17.4 s against 14.2 s on one (benchmarks/results/torch_threads/threads.json)."""
     from transformers import TrainerCallback
 
     class StepThreads(TrainerCallback):

@@ -174,7 +174,7 @@ def _sampling_on_free_cores(trainer_class: type) -> type:
     training threads. The sampled token ids decide the update, and they do not depend on the thread count (sampling
     draws from the seeded generator; only the last bits of the probabilities move), so the adapter is the same alone
     and beside a competing job; a CPU-bound competitor made a sampling phase on both cores 3x slower than on one
-    (docs/setup.md, "Threads")."""
+    (benchmarks/results/torch_threads/threads.json)."""
     from .threads import generation_threads, torch_threads
 
     class SamplingOnFreeCores(trainer_class):  # type: ignore[misc, valid-type]
