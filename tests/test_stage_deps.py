@@ -147,3 +147,16 @@ def test_the_lazy_packages_still_export_every_name():
             assert getattr(package, name) is not None, (package.__name__, name)
         with pytest.raises(AttributeError):
             package.no_such_name  # noqa: B018
+
+
+def test_a_stage_that_reads_a_role_tracks_the_preset_that_rewrites_it():
+    """``roles.preset`` (``served``, the group presets, ``reasoning``) changes what a role runs on, so a stage that
+    tracks any ``roles.<name>`` must track it too, or ``dvc exp run -S roles.preset=served`` keeps its old output."""
+    stages = yaml.safe_load((ROOT / "dvc.yaml").read_text())["stages"]
+    untracked = []
+    for name, stage in stages.items():
+        params = [p for p in stage.get("params", []) if isinstance(p, str)]
+        reads_a_role = any(p.startswith("roles.") and p != "roles.max_failure_rate" for p in params)
+        if reads_a_role and "roles" not in params and "roles.preset" not in params:
+            untracked.append(name)
+    assert not untracked, f"dvc.yaml: stages reading roles without roles.preset: {untracked}"
