@@ -124,3 +124,17 @@ def test_every_benchmark_row_has_a_figure_and_a_status_and_every_result_is_cited
     results = [p.name for p in (ROOT / "benchmarks" / "results").iterdir() if p.is_dir()]
     uncited = [name for name in results if f"results/{name}/" not in text]
     assert not uncited, f"benchmarks/results/ folders not cited in benchmarks/README.md: {uncited}"
+
+
+RETIRED_MODELS = ("claude-3-5-haiku-20241022", "claude-3-5-sonnet-20240620", "claude-3-opus-20240229",
+                  "claude-3-sonnet-20240229")
+"""Provider model ids whose calls now fail (Anthropic retired them); an example that names one fails on its first
+call."""
+
+
+def test_no_example_names_a_retired_model():
+    pages = [*_pages(), ROOT / "params.yaml"]
+    named = [f"{p.relative_to(ROOT)}:{i}" for p in pages
+             for i, line in enumerate(p.read_text(encoding="utf-8").splitlines(), start=1)
+             if any(m in line for m in RETIRED_MODELS) and "retired" not in line]
+    assert not named, f"retired model ids outside a sentence saying so: {named}"
