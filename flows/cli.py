@@ -87,6 +87,25 @@ class ArgumentParser(argparse.ArgumentParser):
         sys.exit(EXIT_INPUT)
 
 
+def params_args(prog: str, description: str, argv: list[str] | None) -> argparse.Namespace:
+    """The arguments of a stage whose one option is ``--params``."""
+    parser = ArgumentParser(prog=prog, description=description)
+    parser.add_argument("--params", default="params.yaml", help="params file (default: params.yaml)")
+    return parser.parse_args(argv)
+
+
+def run_stage(run: Callable[[], dict], describe: Callable[[dict], str],
+              check: Callable[[], object] | None = None) -> int:
+    """A stage's ``main`` once its arguments are read: the environment, ``check`` (bad input exits 2 before anything
+    runs), then the flow ``run`` starts and its one summary line (``describe``)."""
+    from flows import _env
+
+    _env.configure()
+    if check is not None and run_main(check):
+        return EXIT_INPUT
+    return run_main(lambda: print(describe(run())))
+
+
 def run_main(body: Callable[[], object]) -> int:
     from tasks.errors import ClarifyflowError, GateError
 

@@ -17,7 +17,6 @@ import sys
 import time
 
 from flows import cli
-from flows.cli import EXIT_INPUT, run_main
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -122,18 +121,13 @@ def build_flow():
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    from flows import _env
-
-    _env.configure()
 
     def check() -> None:
         root, dom, cfg, _ = prepare(args.domain, args.params)
         dom.check_inputs(cfg, root)
 
-    if run_main(check):
-        return EXIT_INPUT
-    return run_main(lambda: print(describe(
-        build_flow()(domain=args.domain, params=args.params, refresh_cache=args.refresh_cache))))
+    return cli.run_stage(lambda: build_flow()(domain=args.domain, params=args.params, refresh_cache=args.refresh_cache),
+                         describe, check=check)
 
 
 if __name__ == "__main__":

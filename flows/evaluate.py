@@ -30,7 +30,6 @@ from dataclasses import dataclass
 from functools import partial
 
 from flows import cli
-from flows.cli import EXIT_INPUT, run_main
 from tasks.registry import Registry
 
 HEADLINE = ("RunCount", "AllSlotExactRestoreRate", "CoreExactRestoreRate", "WeightedSlotScore_macro", "RecoveryAUC",
@@ -357,15 +356,15 @@ def build_flow():
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    from flows import _env
 
-    _env.configure()
-    from tasks.store import repo_root
+    def check() -> None:
+        from tasks.store import repo_root
 
-    if run_main(lambda: (output_dir(repo_root(), args.domain, args.out), prepare(args.domain, args.params))):
-        return EXIT_INPUT
-    return run_main(lambda: print(describe(build_flow()(domain=args.domain, params=args.params, out=args.out,
-                                                        runner=args.runner, refresh_cache=args.refresh_cache))))
+        output_dir(repo_root(), args.domain, args.out)
+        prepare(args.domain, args.params)
+
+    return cli.run_stage(lambda: build_flow()(domain=args.domain, params=args.params, out=args.out, runner=args.runner,
+                                              refresh_cache=args.refresh_cache), describe, check=check)
 
 
 if __name__ == "__main__":

@@ -17,13 +17,10 @@ import sys
 import time
 
 from flows import cli
-from flows.cli import EXIT_INPUT, run_main
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = cli.ArgumentParser(prog="python -m flows.question_analysis", description=__doc__.splitlines()[0])
-    parser.add_argument("--params", default="params.yaml", help="params file (default: params.yaml)")
-    return parser.parse_args(argv)
+    return cli.params_args("python -m flows.question_analysis", __doc__.splitlines()[0], argv)
 
 
 def question_analysis(params: str = "params.yaml") -> dict:
@@ -62,9 +59,6 @@ def build_flow():
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    from flows import _env
-
-    _env.configure()
 
     def check() -> None:
         from pathlib import Path
@@ -79,9 +73,7 @@ def main(argv: list[str] | None = None) -> int:
         eval_questions(Path(cfg.eval_rows) if Path(cfg.eval_rows).is_absolute() else root / cfg.eval_rows)
         workbook_path(cfg, root)
 
-    if run_main(check):
-        return EXIT_INPUT
-    return run_main(lambda: print(describe(build_flow()(params=args.params))))
+    return cli.run_stage(lambda: build_flow()(params=args.params), describe, check=check)
 
 
 if __name__ == "__main__":

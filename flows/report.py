@@ -6,13 +6,10 @@ import argparse
 import sys
 
 from flows import cli
-from flows.cli import run_main
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = cli.ArgumentParser(prog="python -m flows.report", description=__doc__.splitlines()[0])
-    parser.add_argument("--params", default="params.yaml", help="params file (default: params.yaml)")
-    return parser.parse_args(argv)
+    return cli.params_args("python -m flows.report", __doc__.splitlines()[0], argv)
 
 
 def report(params: str = "params.yaml") -> dict:
@@ -58,10 +55,7 @@ def build_flow():
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    from flows import _env
-
-    _env.configure()
-    return run_main(lambda: print(describe(build_flow()(params=args.params))))
+    return cli.run_stage(lambda: build_flow()(params=args.params), describe)
 
 
 if __name__ == "__main__":

@@ -13,13 +13,10 @@ import sys
 import time
 
 from flows import cli
-from flows.cli import EXIT_INPUT, run_main
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = cli.ArgumentParser(prog="python -m flows.sft_data", description=__doc__.splitlines()[0])
-    parser.add_argument("--params", default="params.yaml", help="params file (default: params.yaml)")
-    return parser.parse_args(argv)
+    return cli.params_args("python -m flows.sft_data", __doc__.splitlines()[0], argv)
 
 
 def load_inputs(params: str):
@@ -129,12 +126,7 @@ def build_flow():
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    from flows import _env
-
-    _env.configure()
-    if run_main(lambda: load_inputs(args.params)):
-        return EXIT_INPUT
-    return run_main(lambda: print(describe(build_flow()(params=args.params))))
+    return cli.run_stage(lambda: build_flow()(params=args.params), describe, check=lambda: load_inputs(args.params))
 
 
 if __name__ == "__main__":

@@ -18,14 +18,11 @@ import sys
 import time
 
 from flows import cli
-from flows.cli import EXIT_INPUT, run_main
 from tasks.rewards.weights import CLARITI_WEIGHTS as PAPER_WEIGHTS  # the paper's weights, for comparison only
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = cli.ArgumentParser(prog="python -m flows.shap_stage", description=__doc__.splitlines()[0])
-    parser.add_argument("--params", default="params.yaml", help="params file (default: params.yaml)")
-    return parser.parse_args(argv)
+    return cli.params_args("python -m flows.shap_stage", __doc__.splitlines()[0], argv)
 
 
 def source_label(cfg) -> str:
@@ -191,9 +188,6 @@ def build_flow():
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    from flows import _env
-
-    _env.configure()
 
     def check() -> None:
         from tasks.params import load_params
@@ -202,9 +196,7 @@ def main(argv: list[str] | None = None) -> int:
         root = repo_root()
         build_runs(load_params(root / args.params).shap, root)
 
-    if run_main(check):
-        return EXIT_INPUT
-    return run_main(lambda: print(describe(build_flow()(params=args.params))))
+    return cli.run_stage(lambda: build_flow()(params=args.params), describe, check=check)
 
 
 if __name__ == "__main__":
