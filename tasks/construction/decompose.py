@@ -485,11 +485,9 @@ def cue_scores(text: str, cues_by_kind: Mapping[str, Sequence[tuple[re.Pattern, 
 
 @lru_cache(maxsize=1)
 def _prototype_matrix() -> tuple[tuple[str, ...], np.ndarray]:
-    from tasks.llm.embeddings import encode
+    from tasks.llm.embeddings import encode_prototypes
 
-    labels = tuple(kind for kind in UNIT_KINDS for _ in PROTOTYPES[kind])
-    texts = [text for kind in UNIT_KINDS for text in PROTOTYPES[kind]]
-    return labels, encode(texts)
+    return encode_prototypes(PROTOTYPES, UNIT_KINDS)
 
 
 def similarities(texts: Sequence[str]) -> np.ndarray:
@@ -551,11 +549,6 @@ def local(inp: DecomposeInput) -> DecomposeOutput:
     return local_batch([inp])[0]
 
 
-SPEC = RoleSpec(
-    name="decomposer",
-    input_model=DecomposeInput,
-    output_model=DecomposeOutput,
-    local=local,
-    local_batch=local_batch,
-)
+SPEC = RoleSpec(name="decomposer", input_model=DecomposeInput, output_model=DecomposeOutput, local=local,
+                local_batch=local_batch)
 ROLES.add(SPEC.name, SPEC)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 import sqlite3
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -167,3 +167,12 @@ def default_embedder() -> Embedder:
 
 def encode(texts: Sequence[str]) -> np.ndarray:
     return default_embedder().encode(list(texts))
+
+
+def encode_prototypes(prototypes: Mapping[str, Sequence[str]],
+                      labels: Sequence[str]) -> tuple[tuple[str, ...], np.ndarray]:
+    """Example sentences per label, encoded in one call: (the label of each row, the matrix), labels in ``labels``
+    order (a prototype classifier's cosines are ``vectors @ matrix.T``)."""
+    owners = tuple(label for label in labels for _ in prototypes[label])
+    texts = [text for label in labels for text in prototypes[label]]
+    return owners, encode(texts)

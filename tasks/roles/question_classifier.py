@@ -16,7 +16,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from tasks.categories import Category
-from tasks.llm.embeddings import encode
+from tasks.llm.embeddings import encode, encode_prototypes
 from tasks.roles.base import QuestionInput, RoleSpec
 from tasks.roles.registry import ROLES
 
@@ -210,9 +210,7 @@ def cue_scores(question: str) -> dict[str, float]:
 
 @lru_cache(maxsize=1)
 def _prototype_matrix() -> tuple[tuple[str, ...], np.ndarray]:
-    owners = tuple(label for label in LABELS for _ in PROTOTYPES[label])
-    texts = [text for label in LABELS for text in PROTOTYPES[label]]
-    return owners, encode(texts)
+    return encode_prototypes(PROTOTYPES, LABELS)
 
 
 def prototype_scores(qvecs: np.ndarray) -> list[dict[str, float]]:
@@ -311,11 +309,6 @@ def classify(questions: Sequence[str], issue_text: str = "") -> list[ClassifierO
     return local_batch([QuestionInput(question=q, issue_text=issue_text) for q in questions])
 
 
-SPEC = RoleSpec(
-    name="question_classifier",
-    input_model=QuestionInput,
-    output_model=ClassifierOutput,
-    local=local,
-    local_batch=local_batch,
-)
+SPEC = RoleSpec(name="question_classifier", input_model=QuestionInput, output_model=ClassifierOutput, local=local,
+                local_batch=local_batch)
 ROLES.add(SPEC.name, SPEC)
