@@ -4,7 +4,10 @@ passage splitters), and how the reports print a number (:func:`fmt`)."""
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
+from typing import TypeVar
+
+T = TypeVar("T")
 
 FENCE = re.compile(r"^\s*(```|~~~)")
 """A Markdown code-fence delimiter line (```` ``` ```` or ``~~~``, with or without a language)."""
@@ -25,6 +28,12 @@ def strip_span(text: str, start: int, end: int) -> tuple[int, int]:
     while end > start and text[end - 1].isspace():
         end -= 1
     return start, end
+
+
+def matching_tags(text: str, rules: Iterable[tuple[Sequence[Callable[[str], object]], T]]) -> list[T]:
+    """The tag of every rule one of whose tests (a pattern's bound ``search`` or ``match``) accepts ``text``, in rule
+    order (a prose unit's cue tags)."""
+    return [tag for tests, tag in rules if any(test(text) for test in tests)]
 
 
 def normalise_ws(text: str) -> str:

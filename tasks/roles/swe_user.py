@@ -21,7 +21,7 @@ from tasks.llm.embeddings import encode
 from tasks.roles.base import RoleSpec
 from tasks.roles.question_classifier import IRRELEVANT, classify_with_vectors
 from tasks.roles.registry import ROLES
-from tasks.text import FENCE, closing_fence
+from tasks.text import FENCE, closing_fence, matching_tags
 
 NO_INFO = "I don't have that information."
 
@@ -82,21 +82,13 @@ class TextUnit:
     tags: frozenset[str] = field(default_factory=frozenset)
 
 
+_PROSE_RULES = (((_URL.search, _REF.search), REF), ((_VERSION.search,), VERSION),
+                ((_ERROR_WORDS.search, _EXC_LINE.match), ERROR), ((_ERROR_NAME.search,), ERRNAME),
+                ((_EXPECTED_WORDS.search,), EXPECTED), ((_IMPL_WORDS.search,), IMPL))
+
+
 def _tags_for_prose(text: str) -> set[str]:
-    tags = {PROSE}
-    if _URL.search(text) or _REF.search(text):
-        tags.add(REF)
-    if _VERSION.search(text):
-        tags.add(VERSION)
-    if _ERROR_WORDS.search(text) or _EXC_LINE.match(text):
-        tags.add(ERROR)
-    if _ERROR_NAME.search(text):
-        tags.add(ERRNAME)
-    if _EXPECTED_WORDS.search(text):
-        tags.add(EXPECTED)
-    if _IMPL_WORDS.search(text):
-        tags.add(IMPL)
-    return tags
+    return {PROSE, *matching_tags(text, _PROSE_RULES)}
 
 
 def _block_units(block: str) -> list[TextUnit]:

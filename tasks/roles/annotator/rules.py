@@ -32,6 +32,7 @@ from tasks.roles.annotator.patterns import (
     VERSION_LINE,
 )
 from tasks.roles.annotator.records import Unit
+from tasks.text import matching_tags
 
 E, R, X, I, L, V = (  # noqa: E741 - the categories' initials
     Category.ERROR,
@@ -43,28 +44,14 @@ E, R, X, I, L, V = (  # noqa: E741 - the categories' initials
 )
 
 
+_STRONG_RULES = (((URL.search, REF.search), L), ((VERSION.search, VERSION_LINE.match), V), ((ERROR_LINE.search,), E),
+                 ((PATH.search,), I))
+_WEAK_RULES = (((ERROR.search,), E), ((EXPECTED.search,), X), ((IMPL.search,), I), ((REPRO_PROSE.search,), R))
+
+
 def rule_tags(unit: Unit) -> tuple[set[Category], set[Category]]:
     """(strong, weak) categories of a prose unit from rules; weak ones need some embedding support."""
-    t = unit.text
-    strong: set[Category] = set()
-    weak: set[Category] = set()
-    if URL.search(t) or REF.search(t):
-        strong.add(L)
-    if VERSION.search(t) or VERSION_LINE.match(t):
-        strong.add(V)
-    if ERROR_LINE.search(t):
-        strong.add(E)
-    if ERROR.search(t):
-        weak.add(E)
-    if EXPECTED.search(t):
-        weak.add(X)
-    if PATH.search(t):
-        strong.add(I)
-    if IMPL.search(t):
-        weak.add(I)
-    if REPRO_PROSE.search(t):
-        weak.add(R)
-    return strong, weak
+    return set(matching_tags(unit.text, _STRONG_RULES)), set(matching_tags(unit.text, _WEAK_RULES))
 
 
 _SIM_WEAK = {E: 0.15, R: 0.15, X: 0.10, I: 0.22, L: 0.25, V: 0.30}
