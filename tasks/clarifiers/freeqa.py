@@ -22,7 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from tasks.clarifiers.base import BaseAgent, MethodContext, method
 from tasks.clarifiers.gaps import GapCandidate, GapInventory, all_gaps, asked_keys, open_gaps
 from tasks.domains.api import DomainContext
-from tasks.episodes.records import USER_PREFIX, AgentAction, AgentView, Protocol, TranscriptRow
+from tasks.episodes.records import QUESTION_PREFIX, USER_PREFIX, AgentAction, AgentView, Protocol, TranscriptRow
 from tasks.errors import InputError
 from tasks.llm.records import RoleFailure
 from tasks.roles.base import RoleSpec
@@ -40,7 +40,6 @@ NULL_OPTION = re.compile(
     r"\bno extra rule\b|\bare independent\b|\bno (additional|further|other|extra|special) "
     r"(rules?|limits?|restrictions?|requirements?)\b", re.I)
 """A choice option that states "nothing more to model here" (gaps.py's null hypotheses)."""
-QUESTION_PREFIX = re.compile(r"^\s*(QUESTION|Question|Q)\s*[:：]\s*")
 CHOICE_REPLY = re.compile(r"selected option ([ABC])\b")
 
 

@@ -7,6 +7,7 @@ and match status, the detector's verdicts) live in :class:`Episode` and never re
 
 from __future__ import annotations
 
+import re
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -20,6 +21,8 @@ READY_MARKER = "READY_TO_MODEL"
 FIRST_MESSAGE = "Here is the user's initial request. Interview the user if clarification is needed.\n\n{brief}"
 """The first agent message of every episode (or-clarify.md §5); LLM agent backends put it in their prompt."""
 USER_PREFIX = "Business user response: "
+QUESTION_PREFIX = re.compile(r"^\s*(QUESTION|Question|Q)\s*[:：]\s*")
+"""The label an agent may put before its question (``QUESTION: ...``); the question is what follows it."""
 
 FailureType = Literal[
     "agent_format_invalid",  # the agent's output is neither a valid question nor READY (after its retries)

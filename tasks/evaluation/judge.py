@@ -26,6 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from tasks.episodes.records import (
     HIT_VALUE,
+    QUESTION_PREFIX,
     READY_MARKER,
     SEVERITY_WEIGHT,
     USER_PREFIX,
@@ -245,7 +246,6 @@ HEDGE = re.compile(
     re.I,
 )
 LIST_MARK = re.compile(r"^\s*(?:[-*•]|\d{1,2}[.)]|\(\d{1,2}\))\s+")
-QUESTION_PREFIX = re.compile(r"^\s*(QUESTION|Question|Q)\s*[:：]\s*")
 SILENT_WEIGHTS = {"fact": 1.7, "wrong": 0.1, "name": 3.8, "cover": 2.7, "conflict": -3.5, "brief": -3.3,
                   "over_brief": 4.3}
 SILENT_BIAS = -3.2
