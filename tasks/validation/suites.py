@@ -24,14 +24,12 @@ def build_suite(name: str, **options: Any) -> Any:
 
 def _swe_cases(E: Any, options: dict[str, Any]) -> list:
     return [
-        E.ExpectTableRowCountToBeBetween(min_value=1),
-        E.ExpectColumnValuesToBeUnique(column="case_id"),
+        *_keyed(E, "case_id"),
         E.ExpectColumnValuesToNotBeNull(column="brief"),
         E.ExpectColumnValuesToBeBetween(column="brief_chars", min_value=1),
         E.ExpectColumnValuesToBeInSet(column="hidden_subset_of_present", value_set=[True]),
         E.ExpectColumnValuesToBeBetween(column="n_hidden", min_value=1, max_value=6),
-        E.ExpectColumnValuesToBeInSet(column="leak_free", value_set=[True]),
-        E.ExpectColumnValuesToBeInSet(column="fences_balanced", value_set=[True]),
+        *_true(E, ("leak_free", "fences_balanced")),
         E.ExpectColumnPairValuesAToBeGreaterThanB(column_A="original_chars", column_B="brief_chars", or_equal=False),
     ]
 
@@ -39,8 +37,7 @@ def _swe_cases(E: Any, options: dict[str, Any]) -> list:
 def _case_splits(E: Any, options: dict[str, Any]) -> list:
     """Every case's train/heldout split (tasks.splits.split_frame): set, and one per source id."""
     return [
-        E.ExpectTableRowCountToBeBetween(min_value=1),
-        E.ExpectColumnValuesToBeUnique(column="case_id"),
+        *_keyed(E, "case_id"),
         E.ExpectColumnValuesToBeInSet(column="split", value_set=["train", "heldout"]),
         E.ExpectColumnValuesToNotBeNull(column="split"),
         E.ExpectColumnValuesToBeInSet(column="one_split_per_source", value_set=[True]),
@@ -68,21 +65,18 @@ def _shap_weights(E: Any, options: dict[str, Any]) -> list:
 
 def _sft_rows(E: Any, options: dict[str, Any]) -> list:
     return [
-        E.ExpectTableRowCountToBeBetween(min_value=1),
-        E.ExpectColumnValuesToBeUnique(column="case_id"),
+        *_keyed(E, "case_id"),
         E.ExpectColumnValuesToBeInSet(column="split", value_set=["train", "heldout"]),
         E.ExpectColumnValuesToBeBetween(column="prompt_chars", min_value=1),
         E.ExpectColumnValuesToBeBetween(column="target_chars", min_value=10),
         E.ExpectColumnValuesToBeBetween(column="n_questions", min_value=1, max_value=6),
-        E.ExpectColumnValuesToBeInSet(column="questions_match_hidden", value_set=[True]),
-        E.ExpectColumnValuesToBeInSet(column="split_by_instance", value_set=[True]),
+        *_true(E, ("questions_match_hidden", "split_by_instance")),
     ]
 
 
 def _report_metrics(E: Any, options: dict[str, Any]) -> list:
     return [
-        E.ExpectTableRowCountToBeBetween(min_value=1),
-        E.ExpectColumnValuesToBeUnique(column="key"),
+        *_keyed(E, "key"),
         E.ExpectColumnValuesToNotBeNull(column="value"),
     ]
 
@@ -90,14 +84,10 @@ def _report_metrics(E: Any, options: dict[str, Any]) -> list:
 def _unit_cases(E: Any, options: dict[str, Any]) -> list:
     """Cases of typed units (tasks.domains.units.UnitDomain.validation_table)."""
     return [
-        E.ExpectTableRowCountToBeBetween(min_value=1),
-        E.ExpectColumnValuesToBeUnique(column="case_id"),
+        *_keyed(E, "case_id"),
         E.ExpectColumnValuesToBeBetween(column="n_hidden", min_value=1),
-        *[
-            E.ExpectColumnValuesToBeInSet(column=column, value_set=[True])
-            for column in ("hidden_units_exist", "hidden_not_visible", "units_partitioned", "severities_valid",
-                           "leak_free", "slot_ids_unique", "required_fields_filled")
-        ],
+        *_true(E, ("hidden_units_exist", "hidden_not_visible", "units_partitioned", "severities_valid", "leak_free",
+                   "slot_ids_unique", "required_fields_filled")),
     ]
 
 
@@ -112,8 +102,7 @@ def _or_episodes(E: Any, options: dict[str, Any]) -> list:
 
         methods = method_names()
     return [
-        E.ExpectTableRowCountToBeBetween(min_value=1),
-        E.ExpectColumnValuesToBeUnique(column="key"),
+        *_keyed(E, "key"),
         E.ExpectColumnValuesToBeInSet(column="method", value_set=methods),
         E.ExpectColumnValuesToBeInSet(column="protocol", value_set=list(PROTOCOLS)),
         E.ExpectColumnPairValuesAToBeGreaterThanB(column_A="max_turns", column_B="turn_count", or_equal=True),
@@ -129,8 +118,7 @@ def _or_summary(E: Any, options: dict[str, Any]) -> list:
     from tasks.evaluation.metrics import CI_METRICS, COST_METRICS, RATE_METRICS
 
     return [
-        E.ExpectTableRowCountToBeBetween(min_value=1),
-        E.ExpectColumnValuesToBeUnique(column="key"),
+        *_keyed(E, "key"),
         E.ExpectColumnValuesToBeBetween(column="RunCount", min_value=1),
         *_rates(E, RATE_METRICS),
         *[E.ExpectColumnValuesToBeBetween(column=name, min_value=0) for name in COST_METRICS],
@@ -143,8 +131,7 @@ def _swe_eval_summary(E: Any, options: dict[str, Any]) -> list:
     from tasks.evaluation.questions.metrics import ISSUE_METRICS, QUESTION_METRICS, RATE_COLUMNS
 
     return [
-        E.ExpectTableRowCountToBeBetween(min_value=1),
-        E.ExpectColumnValuesToBeUnique(column="key"),
+        *_keyed(E, "key"),
         E.ExpectColumnValuesToBeBetween(column="cases", min_value=0),
         E.ExpectColumnValuesToBeBetween(column="questions_per_issue", min_value=0.0),
         *_rates(E, RATE_COLUMNS),
@@ -161,23 +148,20 @@ def _swe_eval_summary(E: Any, options: dict[str, Any]) -> list:
 def _swe_eval_rows(E: Any, options: dict[str, Any]) -> list:
     """SWE evaluation rows (tasks.evaluation.questions.rows_frame)."""
     return [
-        E.ExpectTableRowCountToBeBetween(min_value=1),
-        E.ExpectColumnValuesToBeUnique(column="key"),
+        *_keyed(E, "key"),
         E.ExpectColumnValuesToBeBetween(column="n_questions", min_value=0),
         E.ExpectColumnValuesToBeBetween(column="n_hidden", min_value=1, max_value=6),
         E.ExpectColumnValuesToBeBetween(column="recall", min_value=0.0, max_value=1.0),
         E.ExpectColumnValuesToBeBetween(column="weighted_recovery", min_value=0.0, max_value=1.0),
         E.ExpectColumnValuesToBeBetween(column="predicted_resolution", min_value=0.0, max_value=1.0),
-        E.ExpectColumnValuesToBeInSet(column="recovered_within_hidden", value_set=[True]),
-        E.ExpectColumnValuesToBeInSet(column="labels_known", value_set=[True]),
+        *_true(E, ("recovered_within_hidden", "labels_known")),
     ]
 
 
 def _shap_calibration(E: Any, options: dict[str, Any]) -> list:
     """``data/shap/calibration.json`` bins (tasks.validation.shap_gates.calibration_frame)."""
     return [
-        E.ExpectTableRowCountToBeBetween(min_value=1),
-        E.ExpectColumnValuesToBeUnique(column="bin"),
+        *_keyed(E, "bin"),
         *_rates(E, ("lower", "upper", "mean_predicted", "observed_rate")),
         E.ExpectColumnValuesToNotBeNull(column="mean_predicted"),
         E.ExpectColumnValuesToNotBeNull(column="observed_rate"),
@@ -211,8 +195,7 @@ def _recovery_curves(E: Any, options: dict[str, Any]) -> list:
 def _bridge_rows(E: Any, options: dict[str, Any]) -> list:
     """Rows of the SWE-bench-style exports under ``bridge/`` (tasks.validation.eval_gates.bridge_frame)."""
     return [
-        E.ExpectTableRowCountToBeBetween(min_value=1),
-        E.ExpectColumnValuesToBeUnique(column="key"),  # instance_id unique per file
+        *_keyed(E, "key"),  # instance_id unique per file
         E.ExpectColumnValuesToNotBeNull(column="instance_id"),
         E.ExpectColumnValueLengthsToBeBetween(column="instance_id", min_value=1),
         E.ExpectColumnValuesToBeBetween(column="problem_statement_chars", min_value=1),
@@ -226,8 +209,7 @@ def _bridge_rows(E: Any, options: dict[str, Any]) -> list:
 def _question_rows(E: Any, options: dict[str, Any]) -> list:
     """question_analysis's question table (tasks.analysis.questions.rows_frame)."""
     return [
-        E.ExpectTableRowCountToBeBetween(min_value=1),
-        E.ExpectColumnValuesToBeUnique(column="key"),
+        *_keyed(E, "key"),
         E.ExpectColumnValuesToBeInSet(column="source", value_set=["evaluate@swe", "clariti_workbook"]),
         E.ExpectColumnValuesToBeBetween(column="position", min_value=1),
         E.ExpectColumnPairValuesAToBeGreaterThanB(column_A="list_length", column_B="position", or_equal=True),
@@ -249,6 +231,16 @@ def _question_rates(E: Any, options: dict[str, Any]) -> list:
         E.ExpectColumnPairValuesAToBeGreaterThanB(column_A="ci_high", column_B="rate", or_equal=True,
                                                   ignore_row_if="either_value_is_missing"),
     ]
+
+
+def _keyed(E: Any, key: str) -> list:
+    """A table with rows, ``key`` unique."""
+    return [E.ExpectTableRowCountToBeBetween(min_value=1), E.ExpectColumnValuesToBeUnique(column=key)]
+
+
+def _true(E: Any, names: Sequence[str]) -> list:
+    """Flag columns that hold True on every row."""
+    return [E.ExpectColumnValuesToBeInSet(column=name, value_set=[True]) for name in names]
 
 
 def _rates(E: Any, names: Sequence[str]) -> list:
