@@ -184,19 +184,12 @@ def shape(unit: Unit) -> str:
         return "prohibition"
     if TIMING.search(text) and not numbers(text) - {"0"}:
         return "timing"
-    if EQUALITY.search(text):
-        return "equal"
-    if UPPER.search(text):
-        return "upper"
-    if LOWER.search(text):
-        return "lower"
-    if LOGICAL.search(text):
-        return "logical"
-    if TIMING.search(text):
-        return "timing"
-    if NEGATION.search(text):
-        return "prohibition"
-    return "rule"
+    return next((kind for pattern, kind in _PLAIN_SHAPES if pattern.search(text)), "rule")
+
+
+_PLAIN_SHAPES = ((EQUALITY, "equal"), (UPPER, "upper"), (LOWER, "lower"), (LOGICAL, "logical"), (TIMING, "timing"),
+                 (NEGATION, "prohibition"))
+"""After the special cases in :func:`shape`: the first cue found names the shape (none: ``rule``)."""
 
 
 # ---- severity -----------------------------------------------------------------------------------------------------
