@@ -146,22 +146,25 @@ class Ledger(BaseModel):
 
     def mark_resolved(self, gap_id: str, turn: int) -> bool:
         """Aligned mode only: ASKED -> RESOLVED once the user's reply settles the gap."""
-        row = self.get(gap_id)
-        if not self.allow_resolved or row is None or row.status != "ASKED":
-            return self._consume_error(gap_id, "cannot resolve (not aligned mode, unknown, or not ASKED)", turn)
-        row.status = "RESOLVED"
-        row.updated_turn = turn
+        if not self._leave_asked(gap_id, turn, "RESOLVED", "resolve"):
+            return False
         self.resolved_count += 1
         return True
 
     def reopen(self, gap_id: str, turn: int) -> bool:
         """Aligned mode only: an unsettled ASKED gap goes back to OPEN for one narrower re-ask."""
+        if not self._leave_asked(gap_id, turn, "OPEN", "reopen"):
+            return False
+        self.reopen_count += 1
+        return True
+
+    def _leave_asked(self, gap_id: str, turn: int, status: GapStatus, verb: str) -> bool:
+        """Aligned mode only: an ASKED row moves to ``status``; else a counted ``ledger_consume_error``."""
         row = self.get(gap_id)
         if not self.allow_resolved or row is None or row.status != "ASKED":
-            return self._consume_error(gap_id, "cannot reopen (not aligned mode, unknown, or not ASKED)", turn)
-        row.status = "OPEN"
+            return self._consume_error(gap_id, f"cannot {verb} (not aligned mode, unknown, or not ASKED)", turn)
+        row.status = status
         row.updated_turn = turn
-        self.reopen_count += 1
         return True
 
     def counters(self) -> dict[str, float]:
