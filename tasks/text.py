@@ -36,6 +36,25 @@ def matching_tags(text: str, rules: Iterable[tuple[Sequence[Callable[[str], obje
     return [tag for tests, tag in rules if any(test(text) for test in tests)]
 
 
+def markdown_heading(label: str = "") -> re.Pattern:
+    """A Markdown heading line (``# ...``, ``**...**``, ``__...__``, indented at most three spaces); with ``label``
+    (a regex), a line that it matches counts too (a ``Label:`` line)."""
+    return re.compile(r"^\s{0,3}(#{1,6}\s+\S.*|\*\*[^*]+\*\*:?|__[^_]+__:?" + (f"|{label}" if label else "") + r")\s*$")
+
+
+def split_spans(text: str, start: int, end: int, pattern: re.Pattern) -> list[tuple[int, int]]:
+    """The non-empty pieces of ``text[start:end]`` split at ``pattern`` (sentence ends, say), as offsets into
+    ``text``."""
+    spans = []
+    offset = start
+    for piece in pattern.split(text[start:end]):
+        if piece:
+            idx = text.index(piece, offset)
+            offset = idx + len(piece)
+            spans.append((idx, offset))
+    return spans
+
+
 def normalise_ws(text: str) -> str:
     """``text`` with every run of whitespace one space, and none at either end (how leaks and spans are compared)."""
     return " ".join(text.split())

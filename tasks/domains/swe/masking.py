@@ -24,12 +24,12 @@ from dataclasses import dataclass
 
 from tasks.categories import ORDER, Category
 from tasks.errors import MaskingError
-from tasks.text import FENCE, normalise_ws, whitespace_pattern
+from tasks.text import FENCE, markdown_heading, normalise_ws, split_spans, whitespace_pattern
 
 LEAK_MIN_CHARS = 20
 PIECE_MIN_CHARS = 12
 
-_HEADING = re.compile(r"^\s{0,3}(#{1,6}\s+\S.*|\*\*[^*]+\*\*:?|__[^_]+__:?)\s*$")
+_HEADING = markdown_heading()
 _LIST_MARKER = re.compile(r"^(\s*(?:[-*+>]|\d+[.)])(?:\s+|$))")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=\S)")
 _ALNUM = re.compile(r"[A-Za-z0-9]")
@@ -180,12 +180,7 @@ def _expand_removals(text: str, removed: bytearray, lines: list[_Line]) -> None:
         marker = _LIST_MARKER.match(text[line.start : line.end])
         if marker:
             body_start += marker.end()
-        body = text[body_start : line.end]
-        offset = body_start
-        for piece in _SENTENCE_END.split(body):
-            idx = text.index(piece, offset) if piece else offset
-            s, e = idx, idx + len(piece)
-            offset = e
+        for s, e in split_spans(text, body_start, line.end, _SENTENCE_END):
             if not any(removed[s:e]):
                 continue
             total = _alnum_count(text[s:e])

@@ -11,12 +11,12 @@ import re
 
 from tasks.roles.annotator.patterns import CODEISH, SHELL, TRACEBACK_LINE, URL, VERSION_LINE
 from tasks.roles.annotator.records import Unit
-from tasks.text import FENCE, closing_fence, strip_span
+from tasks.text import FENCE, closing_fence, markdown_heading, split_spans, strip_span
 
 _LINE = re.compile(r"[^\r\n]*")
 _COMMENT_OPEN = re.compile(r"<!--")
 _COMMENT_CLOSE = re.compile(r"-->")
-_HEADING = re.compile(r"^\s{0,3}(#{1,6}\s+\S.*|\*\*[^*]+\*\*:?|__[^_]+__:?|[A-Z][\w /&()-]{0,40}:)\s*$")
+_HEADING = markdown_heading(label=r"[A-Z][\w /&()-]{0,40}:")
 _LIST_ITEM = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")
 _TRACE_START = re.compile(r"^\s*Traceback \(most recent call last\)")
 _TRACE_END = re.compile(r"^\s*[\w.]*(Error|Exception|Warning|Exit|Interrupt|Fault)\b.*|^\s*[\w.]+: .+")
@@ -130,13 +130,8 @@ def _looks_like_output(line: str) -> bool:
 
 def _prose_units(text: str, start: int, end: int, kind: str = "prose") -> list[Unit]:
     units = []
-    offset = start
-    for piece in _SENTENCE_END.split(text[start:end]):
-        if not piece:
-            continue
-        idx = text.index(piece, offset)
-        unit = _unit(text, idx, idx + len(piece), kind)
-        offset = idx + len(piece)
+    for s, e in split_spans(text, start, end, _SENTENCE_END):
+        unit = _unit(text, s, e, kind)
         if unit:
             units.append(unit)
     return units
