@@ -26,28 +26,19 @@ from tasks.cluster import ClusterParams, fan_out
 from tasks.episodes.records import PROTOCOLS, Episode, JudgeResult, Protocol
 from tasks.evaluation import engine
 from tasks.evaluation.engine import UnitStore
+from tasks.evaluation.method_entry import NamedMethod
 from tasks.evaluation.sanity import SanitySettings
-from tasks.records import SAFE_ID, Case
+from tasks.records import Case
 from tasks.roles.personas import COOPERATIVE, Persona
 from tasks.store import atomic_write_json, atomic_write_text
 
 
-class MethodEntry(BaseModel):
+class MethodEntry(NamedMethod):
     """One row of ``params.yaml: evaluate.<domain>.methods``."""
 
-    model_config = ConfigDict(extra="forbid")
-
-    name: str = Field(pattern=SAFE_ID)
-    """Display name (the report row is ``protocol::name``) and the run-folder name."""
-    method: str | None = None
-    """Registered method kind (tasks/clarifiers/__init__.py); defaults to ``name``."""
     protocols: list[Protocol] | None = None
     """Protocols to run it under; defaults to every protocol the method supports."""
-    options: dict[str, Any] = {}
-
-    @property
-    def kind(self) -> str:
-        return self.method or self.name
+    options: dict[str, Any] = Field(default_factory=dict)
 
 
 class EvalSettings(BaseModel):

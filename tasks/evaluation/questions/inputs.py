@@ -15,28 +15,19 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from tasks.cluster import Runner
 from tasks.domains.swe.workbook import PUBLISHED_COLUMNS
 from tasks.errors import InputError
+from tasks.evaluation.method_entry import NamedMethod
 from tasks.evaluation.questions.abstain import AbstainSettings
-from tasks.records import SAFE_ID, Case
+from tasks.records import Case
 from tasks.splits import EvalSplit
 
 WHERE = "params.yaml"
 SECTION = "evaluate.swe"
 
 
-class SweMethodEntry(BaseModel):
+class SweMethodEntry(NamedMethod):
     """One row of ``evaluate.swe.methods``."""
 
-    model_config = ConfigDict(extra="forbid")
-
-    name: str = Field(pattern=SAFE_ID)
-    method: str | None = None
-    """The method kind (``no_questions``, ``oracle_template``, ``ask_everything``, ``policy``, ``llm_questioner``,
-    ``published``); defaults to ``name``."""
-    options: dict[str, Any] = {}
-
-    @property
-    def kind(self) -> str:
-        return self.method or self.name
+    options: dict[str, Any] = Field(default_factory=dict)
 
 
 class PublishedSettings(BaseModel):
