@@ -4,7 +4,7 @@ passage splitters), and how the reports print a number (:func:`fmt`)."""
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TypeVar
 
 T = TypeVar("T")
@@ -34,6 +34,18 @@ def matching_tags(text: str, rules: Iterable[tuple[Sequence[Callable[[str], obje
     """The tag of every rule one of whose tests (a pattern's bound ``search`` or ``match``) accepts ``text``, in rule
     order (a prose unit's cue tags)."""
     return [tag for tests, tag in rules if any(test(text) for test in tests)]
+
+
+def cue_scores(text: str, cues_by_label: Mapping[str, Sequence[tuple[re.Pattern, float]]],
+               labels: Iterable[str]) -> dict[str, float]:
+    """Per label (every one of ``labels``, 0.0 without a cue), the summed weights of its regex cues found in ``text``
+    (the decomposers' unit kinds, the question classifier's categories)."""
+    scores = dict.fromkeys(labels, 0.0)
+    for label, cues in cues_by_label.items():
+        for pattern, weight in cues:
+            if pattern.search(text):
+                scores[label] += weight
+    return scores
 
 
 def markdown_heading(label: str = "") -> re.Pattern:

@@ -31,6 +31,7 @@ from tasks.construction import UNIT_KINDS
 from tasks.records import Unit, require_text
 from tasks.roles.base import RoleSpec
 from tasks.roles.registry import ROLES
+from tasks.text import cue_scores as text_cue_scores
 from tasks.text import strip_span
 
 Kind = Literal["context", "data", "constraint", "objective", "assumption"]
@@ -475,12 +476,7 @@ def cue_scores(text: str, cues_by_kind: Mapping[str, Sequence[tuple[re.Pattern, 
                kinds: Sequence[str] = UNIT_KINDS) -> dict[str, float]:
     """Summed cue weights per kind (every one of ``kinds``, 0 without a cue) for one unit's text; by default the
     optimisation decomposer's cues (a unit domain passes its own table and kinds)."""
-    scores = dict.fromkeys(kinds, 0.0)
-    for kind, cues in cues_by_kind.items():
-        for pattern, weight in cues:
-            if pattern.search(text):
-                scores[kind] += weight
-    return scores
+    return text_cue_scores(text, cues_by_kind, kinds)
 
 
 @lru_cache(maxsize=1)

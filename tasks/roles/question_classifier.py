@@ -19,6 +19,7 @@ from tasks.categories import Category
 from tasks.llm.embeddings import encode, encode_prototypes
 from tasks.roles.base import QuestionInput, RoleSpec
 from tasks.roles.registry import ROLES
+from tasks.text import cue_scores as text_cue_scores
 
 IRRELEVANT = "irrelevant"
 Label = Category | Literal["irrelevant"]
@@ -201,11 +202,7 @@ class Scored:
 
 def cue_scores(question: str) -> dict[str, float]:
     """Per label, the summed weight of the keyword cues found in ``question`` (capped at 1)."""
-    out: dict[str, float] = {}
-    for label, cues in _COMPILED.items():
-        total = sum(w for pattern, w in cues if pattern.search(question))
-        out[label] = min(total, 1.0)
-    return out
+    return {label: min(total, 1.0) for label, total in text_cue_scores(question, _COMPILED, _COMPILED).items()}
 
 
 @lru_cache(maxsize=1)
