@@ -1,5 +1,6 @@
 """Text helpers every domain's construction shares (the SWE masker, the unit domains' leak checks, the SWE roles'
-passage splitters), and how the reports print a number (:func:`fmt`)."""
+passage splitters), the pieces the Markdown segmenters and cue classifiers have in common (a heading line, sentence
+spans, summed regex cues, cue tags), and how the reports print a number (:func:`fmt`)."""
 
 from __future__ import annotations
 
