@@ -378,7 +378,7 @@ def test_the_default_embedder_is_one_instance_across_threads(monkeypatch) -> Non
             made.append(self)
 
     monkeypatch.setattr(embeddings, "Embedder", Slow)
-    monkeypatch.setattr(embeddings, "_default", None)
+    monkeypatch.setattr(embeddings, "_default", embeddings.ProcessDefault(lambda: embeddings.Embedder()))
     got = []
     threads = [threading.Thread(target=lambda: got.append(embeddings.default_embedder())) for _ in range(4)]
     for t in threads:

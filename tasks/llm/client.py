@@ -38,6 +38,7 @@ from pydantic import BaseModel, ValidationError
 
 from tasks.llm.accounting import Accounting
 from tasks.llm.cache import CachedCall, CallCache, call_key, schema_of
+from tasks.llm.loading import ProcessDefault
 from tasks.llm.records import RoleConfig, RoleFailure
 from tasks.llm.redact import install_log_redaction, redact, redact_values, register_secret
 from tasks.llm.strict_schema import drop_sent_nulls, response_format
@@ -582,14 +583,9 @@ def _progress(total: int, role: str, enabled: bool | None):
     return tqdm(total=total, desc=role, unit="call", leave=False)
 
 
-_default: LLMClient | None = None
-_default_lock = threading.Lock()
+_default: ProcessDefault[LLMClient] = ProcessDefault(lambda: LLMClient())
 
 
 def default_client() -> LLMClient:
     """The process-wide client (one cache connection, one accounting table)."""
-    global _default
-    with _default_lock:
-        if _default is None:
-            _default = LLMClient()
-        return _default
+    return _default.get()

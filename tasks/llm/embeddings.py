@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from tasks.llm.loading import MODEL_LOAD_LOCK
+from tasks.llm.loading import MODEL_LOAD_LOCK, ProcessDefault
 from tasks.llm.paths import cache_dir
 
 MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2"
@@ -152,17 +152,12 @@ class Embedder:
         return np.stack([memory[t] for t in texts])
 
 
-_default: Embedder | None = None
-_default_lock = threading.Lock()
+_default: ProcessDefault[Embedder] = ProcessDefault(lambda: Embedder())  # Embedder looked up at first use
 
 
 def default_embedder() -> Embedder:
     """The process's one embedder (created once even when several threads ask first at the same moment)."""
-    global _default
-    with _default_lock:
-        if _default is None:
-            _default = Embedder()
-        return _default
+    return _default.get()
 
 
 def encode(texts: Sequence[str]) -> np.ndarray:
