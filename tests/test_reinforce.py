@@ -118,7 +118,7 @@ def test_reference_update_with_lora_trains_and_logs_like_trl_grpo(tmp_path, toke
 def test_full_fine_tuning_writes_a_whole_model_that_loads_and_passes_the_gate(tmp_path, tokenizer):
     from tasks.validation.adapters import adapter_gate
 
-    model = _tiny_llama(tokenizer)
+    model = _tiny_llama(tokenizer).requires_grad_(False)  # frozen, as a policy loaded for inference is
     before = {k: v.clone() for k, v in model.state_dict().items()}
     profile = _profile(lora={"enabled": False})
     out = tmp_path / "grpo"

@@ -178,8 +178,10 @@ def train_reinforce(
         from peft import get_peft_model
 
         model = get_peft_model(model, trainers._lora_config(profile))
-    elif g.beta > 0:
-        reference = copy.deepcopy(model).eval().requires_grad_(False)
+    else:
+        model.requires_grad_(True)  # full fine-tuning trains every weight, also of a model loaded frozen for inference
+        if g.beta > 0:
+            reference = copy.deepcopy(model).eval().requires_grad_(False)
     if profile.gradient_checkpointing:  # recomputes activations; active in train mode only (below)
         model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
     model.eval()  # no dropout: sampling and both log-probabilities see the same network
