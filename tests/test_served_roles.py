@@ -13,6 +13,7 @@ from tasks.clarifiers.base import OPTIMIZATION_CONTEXT
 from tasks.llm import server
 from tasks.llm.client import LLMClient, structured_mode
 from tasks.llm.records import RoleFailure
+from tasks.prefect_server import free_port
 from tasks.roles.base import run_role
 from tasks.roles.config import ROLE_NAMES, RolesParams, describe_roles
 from tasks.roles.registry import get_spec
@@ -30,7 +31,7 @@ def served(tmp_path_factory):
     if not server.installed():
         pytest.skip("llama-cpp-python is not installed (the `serve` extra: make setup or pip install -e '.[serve]')")
     folder = tmp_path_factory.mktemp("llm-server")
-    base = server.start(folder, timeout=120)
+    base = server.start(folder, port=free_port(), timeout=120)  # leaves server.PORT to a user's own server
     yield folder, base
     server.stop(folder)
 
@@ -136,3 +137,17 @@ def test_failed_requests_are_counted_by_kind_for_the_stage_metrics(tmp_path):
     row = calls["question_detector"]
     assert (row["requests"], row["failures"], row["failures_by_kind"]) == (2, 2, {"invalid_output": 2})
     assert row["regenerations"] == 2 and row["provider_calls"] == 4 and row["model"] == model
+
+
+def test_the_server_asks_for_the_same_port_each_start_so_the_call_cache_survives_a_restart():
+    """The call cache keys a served role's calls by api_base: a restart on another port would miss every reply."""
+    import socket
+
+    if server.port_free(server.PORT):
+        assert server.preferred_port() == server.PORT
+        with socket.socket() as taken:
+            taken.bind((server.HOST, server.PORT))
+            other = server.preferred_port()
+            assert other != server.PORT and server.port_free(other)
+    else:  # a server of the user's holds it: the next start falls back to a free port
+        assert server.preferred_port() != server.PORT

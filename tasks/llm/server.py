@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import os
+import socket
 import subprocess
 import sys
 import time
@@ -25,6 +26,10 @@ HOST = "127.0.0.1"
 MODEL_NAME = "smollm2-135m-instruct"
 """The name the server answers to (``--model_alias``); roles call it as ``hosted_vllm/<MODEL_NAME>``: litellm's
 OpenAI-compatible provider that needs no key (its ``openai/`` provider refuses a call without one)."""
+PORT = 18431
+"""The port the server asks for first. The call cache keys a served role's calls by its ``api_base``, so a server
+that came back on another port after ``make stop`` would miss every cached reply; on this port a stopped served run
+resumes from the cache. Taken by something else, the server falls back to a free port (and a cold cache)."""
 N_CTX = 4096
 """Context window of the served model (SmolLM2 was trained to 8192); prompts with their schema fit, a loop cannot
 run past it."""
@@ -110,6 +115,20 @@ def command(model: Path, port: int, *, host: str = HOST, threads: int | None = N
     ]
 
 
+def port_free(port: int, host: str = HOST) -> bool:
+    with socket.socket() as sock:
+        try:
+            sock.bind((host, port))
+        except OSError:
+            return False
+    return True
+
+
+def preferred_port() -> int:
+    """:data:`PORT` while nothing else holds it, else any free port."""
+    return PORT if port_free(PORT) else free_port()
+
+
 def start(folder: Path | None = None, *, port: int | None = None, timeout: float = 120.0,
           threads: int | None = None) -> str:
     """Start the server in the background (its own session) unless ours already runs; wait until it is ready.
@@ -123,7 +142,7 @@ def start(folder: Path | None = None, *, port: int | None = None, timeout: float
         raise RuntimeError("llama-cpp-python is not installed: pip install -e '.[serve]' (make llm-server does it)")
     from tasks.llm.smollm2_weights import gguf_path
 
-    port = port or free_port()
+    port = port or preferred_port()
     base = f"http://{HOST}:{port}/v1"
     if ready(base, timeout=0.5):
         raise RuntimeError(f"another server already answers on {base}; pick another port")
