@@ -18,6 +18,9 @@ from tasks.roles.config import RolesParams
 from tasks.roles.or_user import NEEDS_CONFIRMATION
 from tasks.roles.question_detector import split_questions
 from tests.role_round_trip import local_example, run_with_llm
+from tests.test_registry import import_every_role
+
+import_every_role()  # the role specs register where they are defined; a test run alone must not depend on another
 
 BRIEF = """A regional bakery bakes three breads for its shops and wants a weekly baking plan.
 
