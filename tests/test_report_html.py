@@ -16,6 +16,7 @@ import pytest
 from tasks.llm.records import RoleConfig
 from tasks.reporting import ReportInputs, build_report, flatten, render_html, render_markdown, write_report
 from tasks.reporting.inputs import load_gate_results
+from tasks.reporting.model import Table
 from tasks.roles.config import RolesParams, describe_roles
 from tasks.text import fmt
 
@@ -376,3 +377,28 @@ def test_report_flow_in_a_project_copy(project, prefect_api, monkeypatch):
                        "sections_not_run": 4}
     build_flow()(params="params.yaml")
     assert {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()} == first
+
+
+def test_the_report_opens_with_its_answer_and_where_it_comes_from(outputs):
+    _write(outputs / "data" / "metrics" / "stages", "evaluate/swe.json", {
+        "backend": "local backends for every evaluation role",
+        "rows": {"ask_everything": {"weighted_recovery": 0.7}, "grpo_policy": {"weighted_recovery": 0.7},
+                 "silent": {"weighted_recovery": 0.1}},
+        "reference_rows": {"oracle_template": {"weighted_recovery": 1.0}}})
+    _write(outputs, "data/eval/swe/summary.json", {"methods": {
+        "ask_everything": {"CI95": {"weighted_recovery": [0.6, 0.8]}}}})
+    report = build_report("T", inputs_for(outputs))
+    markdown = render_markdown(report)
+    headline = markdown.index("**Headline**")
+    assert headline < markdown.index("**Stages**") and headline < markdown.index("## ")  # before every section
+    assert "Where these numbers come from: evaluate@optimization: " in markdown
+    assert "shap weights and the predicted resolution: simulated outcomes with planted effects" in markdown
+    table = next(t for t in report.intro if isinstance(t, Table) and t.caption == "Headline")
+    by_stage = {row[0]: row for row in table.rows}
+    assert set(by_stage) == {"evaluate@optimization", "evaluate@swe"}
+    opt = by_stage["evaluate@optimization"]
+    assert opt[1:5] == ["All-Slot Exact", "open::interopt", "1 [1, 1]", "1 of 2"]
+    assert opt[5] == "open::oracle 1"  # reference rows beside, never ranked
+    swe = by_stage["evaluate@swe"]
+    assert swe[1:6] == ["weighted recovery", "ask_everything, grpo_policy", "0.7 [0.6, 0.8]", "2 of 3",
+                        "oracle_template 1"]

@@ -49,12 +49,56 @@ def build_report(title: str, inputs: ReportInputs) -> Report:
     if other:
         sections.append(Section("other-stages", "Other stages", [Text("Stages without a dedicated section.")], other))
     intro = [
+        *headline_blocks(inputs),
         Text("Every number in this report is shown with the backend that produced it: each stage names its "
              "backend and the model roles it calls, and each metric table has a backend column. The model roles "
              "table lists the backend of every role in params.yaml."),
         overview_table(sections),
     ]
     return Report(title, intro, sections)
+
+
+HEADLINE_METRICS = (("weighted_recovery", "weighted recovery"), ("WeightedSlotScore_macro", "WSS (macro)"),
+                    ("AllSlotExactRestoreRate", "All-Slot Exact"))
+"""The figure each evaluation is ranked by in the headline: the first of these its summary's rows carry."""
+
+
+def headline_blocks(inputs: ReportInputs) -> list[Block]:
+    """The answer first: where the numbers come from, then per evaluation its best ranked row with its interval,
+    how many ranked rows share that value, and the reference rows (never ranked) beside it."""
+    rows, sources = [], []
+    for domain in [*EVAL_DOMAINS, *(d for d in inputs.domains if d not in EVAL_DOMAINS)]:
+        stage = f"evaluate@{domain}"
+        data = inputs.metrics.get(stage, {})
+        ranked, refs = _rows_of(data.get("rows")), _rows_of(data.get("reference_rows"))
+        summary = inputs.json(f"data/eval/{domain}/summary.json") or {}
+        intervals = _rows_of(summary.get("methods") or summary.get("rows"))
+        metric = next(((k, label) for k, label in HEADLINE_METRICS
+                       if any(isinstance(r.get(k), int | float) for r in ranked.values())), None)
+        if metric is None:
+            continue
+        key, label = metric
+        scored = {n: r for n, r in ranked.items() if isinstance(r.get(key), int | float)}
+        top = max(r[key] for r in scored.values())
+        best = [n for n, r in scored.items() if r[key] == top]
+        low_high = (intervals.get(best[0], {}).get("CI95") or {}).get(key)
+        interval = f" [{fmt(low_high[0])}, {fmt(low_high[1])}]" if low_high else ""
+        reference = ", ".join(f"{n} {fmt(r[key])}" for n, r in refs.items() if isinstance(r.get(key), int | float))
+        rows.append([stage, label, ", ".join(best), fmt(top) + interval, f"{len(best)} of {len(scored)}",
+                     reference or "–"])
+        sources.append(f"{stage}: {data.get('backend') or 'backend not recorded'}")
+    if not rows:
+        return []
+    shap = inputs.metrics.get("shap", {})
+    if shap_is_simulated(shap, inputs.json("data/shap/weights.json")):
+        sources.append("shap weights and the predicted resolution: simulated outcomes with planted effects")
+    return [
+        Text("Where these numbers come from: " + "; ".join(sources) + "."),
+        Table(["evaluation", "ranked by", "best ranked row", "value [95% CI]", "rows at that value",
+               "reference rows (not ranked)"], rows, caption="Headline"),
+        Text("Rows at the best value tie on it; the stage sections below say which ties are expected and why "
+             "(evaluate.<domain>.sanity.allowed_ties).", kind="note"),
+    ]
 
 
 def overview_table(sections: list[Section]) -> Table:
