@@ -60,7 +60,8 @@ def build_report(title: str, inputs: ReportInputs) -> Report:
 
 HEADLINE_METRICS = (("weighted_recovery", "weighted recovery"), ("WeightedSlotScore_macro", "WSS (macro)"),
                     ("AllSlotExactRestoreRate", "All-Slot Exact"))
-"""The figure each evaluation is ranked by in the headline: the first of these its summary's rows carry."""
+"""The figure each evaluation is ranked by in the headline: the first of these its stage metrics' rows carry (the
+interval comes from its summary.json)."""
 
 
 def headline_blocks(inputs: ReportInputs) -> list[Block]:
