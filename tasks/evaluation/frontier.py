@@ -79,28 +79,33 @@ def frontier_rows(table: dict[str, Any]) -> list[dict[str, Any]]:
             for key, row in table["rows"].items() for i, q in enumerate(table["questions"])]
 
 
-def frontier_markdown(table: dict[str, Any], *, references: set[str] = frozenset()) -> str:
+OR_INTRO = ("WSS when every episode is cut after q atomic questions (q = 0..{last}); area = mean WSS over that grid "
+            "(95% case-level bootstrap interval); reference rows (†) are not ranked (tasks/evaluation/frontier.py).")
+
+
+def frontier_markdown(table: dict[str, Any], *, references: set[str] = frozenset(), y: str = "wss",
+                      name: str = "WSS", intro: str = OR_INTRO, head: str = "Row") -> str:
+    """The frontier's report table: ``name``@1, 2, 3, 5, 10 and the area per row (episode rows in report order,
+    ``protocol::method``; other tables in their own order), a row marked † when its method is in ``references``."""
     from tasks.evaluation.metrics import sort_keys
 
     grid = table["questions"]
     shown = [q for q in (1, 2, 3, 5, 10) if q in grid]
-    lines = ["## Questions-vs-recovery frontier", "",
-             f"WSS when every episode is cut after q atomic questions (q = 0..{grid[-1]}); area = mean WSS over "
-             "that grid (95% case-level bootstrap interval); reference rows (†) are not ranked "
-             "(tasks/evaluation/frontier.py).", "",
-             "| Row | Questions | " + " | ".join(f"WSS@{q}" for q in shown) + " | Area |",
+    lines = ["## Questions-vs-recovery frontier", "", intro.format(last=grid[-1]), "",
+             f"| {head} | Questions | " + " | ".join(f"{name}@{q}" for q in shown) + " | Area |",
              "|---|---|" + "---|" * len(shown) + "---|"]
-    for key in sort_keys(list(table["rows"])):
+    keys = sort_keys(list(table["rows"])) if y == "wss" else list(table["rows"])
+    for key in keys:
         row = table["rows"][key]
-        mark = " †" if key.split("::", 1)[1] in references else ""
+        mark = " †" if key.split("::", 1)[-1] in references else ""
         lo, hi = row["area_ci"]
-        lines.append(f"| {key}{mark} | {row['questions']:.2f} | " + " | ".join(f"{row['wss'][q]:.2f}" for q in shown)
+        lines.append(f"| {key}{mark} | {row['questions']:.2f} | " + " | ".join(f"{row[y][q]:.2f}" for q in shown)
                      + f" | {row['area']:.3f} [{lo:.3f}, {hi:.3f}] |")
     return "\n".join(lines) + "\n"
 
 
-def frontier_plot(table: dict[str, Any], path) -> None:
-    """Every row's WSS-vs-budget curve, with its endpoint (mean questions asked, WSS) marked."""
+def frontier_plot(table: dict[str, Any], path, *, y: str = "wss", label: str = "WSS within budget") -> None:
+    """Every row's ``y``-vs-budget curve (``row[y]``), with its endpoint (mean questions asked, last value) marked."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -109,11 +114,11 @@ def frontier_plot(table: dict[str, Any], path) -> None:
     fig, ax = plt.subplots(figsize=(7, 4.5))
     grid = table["questions"]
     for key, row in sorted(table["rows"].items()):
-        line, = ax.plot(grid, row["wss"], label=key, linewidth=1.2)
+        line, = ax.plot(grid, row[y], label=key, linewidth=1.2)
         ax.fill_between(grid, row["low"], row["high"], alpha=0.08, color=line.get_color())
-        ax.plot([row["questions"]], [row["wss"][-1]], "o", color=line.get_color(), markersize=4)
+        ax.plot([min(row["questions"], grid[-1])], [row[y][-1]], "o", color=line.get_color(), markersize=4)
     ax.set_xlabel("question budget (cumulative atomic questions)")
-    ax.set_ylabel("WSS within budget")
+    ax.set_ylabel(label)
     ax.set_ylim(0, 1)
     ax.legend(fontsize=6, ncol=2)
     fig.tight_layout()

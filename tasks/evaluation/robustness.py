@@ -104,7 +104,7 @@ def robustness_table(episodes: Sequence[Episode], judgements: Sequence[JudgeResu
     return {"personas": list(personas), "rows": dict(rows)}
 
 
-def _fmt(value: Any, ci: Any = None) -> str:
+def fmt_ci(value: Any, ci: Any = None) -> str:
     if value is None:
         return "–"
     text = f"{value:.2f}"
@@ -131,14 +131,14 @@ def robustness_markdown(table: Mapping[str, Any], *, source: str) -> str:
             if cell is None:
                 continue
             ci = cell["CI95"]
-            lines.append(f"| {key} | {persona} | " + " | ".join(_fmt(cell[c], ci.get(c)) for c in COLUMNS)
-                         + f" | {_fmt(cell.get('WSSDrop'), cell.get('WSSDropCI95'))} | {_fmt(cell.get('Received'))} | "
-                         + f"{_fmt(cell.get('CorrectionRate'))} |")
+            lines.append(f"| {key} | {persona} | " + " | ".join(fmt_ci(cell[c], ci.get(c)) for c in COLUMNS)
+                         + f" | {fmt_ci(cell.get('WSSDrop'), cell.get('WSSDropCI95'))} | "
+                         + f"{fmt_ci(cell.get('Received'))} | {fmt_ci(cell.get('CorrectionRate'))} |")
     return "\n".join(lines) + "\n"
 
 
-def robustness_plot(table: Mapping[str, Any], path) -> None:
-    """WSS per row (x) and persona (bars), with intervals."""
+def robustness_plot(table: Mapping[str, Any], path, *, metric: str = "WSS", label: str = "WSS (macro)") -> None:
+    """``metric`` per row (x) and persona (bars), with intervals (``cell[metric]``, ``cell["CI95"][metric]``)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -154,16 +154,16 @@ def robustness_plot(table: Mapping[str, Any], path) -> None:
         xs, ys, errs = [], [], [[], []]
         for k, key in enumerate(keys):
             cell = table["rows"][key].get(persona)
-            if cell is None or cell["WSS"] is None:
+            if cell is None or cell[metric] is None:
                 continue
-            lo, hi = cell["CI95"]["WSS"] or (cell["WSS"], cell["WSS"])
+            lo, hi = cell["CI95"][metric] or (cell[metric], cell[metric])
             xs.append(k + i * width)
-            ys.append(cell["WSS"])
-            errs[0].append(cell["WSS"] - lo)
-            errs[1].append(hi - cell["WSS"])
+            ys.append(cell[metric])
+            errs[0].append(cell[metric] - lo)
+            errs[1].append(hi - cell[metric])
         ax.bar(xs, ys, width, yerr=errs, label=persona, capsize=2)
     ax.set_xticks([k + 0.4 - width / 2 for k in range(len(keys))], keys, rotation=45, ha="right", fontsize=7)
-    ax.set_ylabel("WSS (macro)")
+    ax.set_ylabel(label)
     ax.set_ylim(0, 1)
     ax.legend(fontsize=7)
     fig.tight_layout()

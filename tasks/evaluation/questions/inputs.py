@@ -18,6 +18,7 @@ from tasks.errors import InputError
 from tasks.evaluation.method_entry import NamedMethod
 from tasks.evaluation.questions.abstain import AbstainSettings
 from tasks.records import Case
+from tasks.roles.personas import COOPERATIVE, Persona
 from tasks.splits import EvalSplit
 
 WHERE = "params.yaml"
@@ -96,6 +97,11 @@ class SweEvalSettings(BaseModel):
     skipped and said so."""
     abstain: AbstainSettings = AbstainSettings()
     """Abstain with warning (``tasks.evaluation.questions.abstain``): off unless a threshold is set."""
+    personas: list[Persona] = [COOPERATIVE]
+    """Simulated-user personas (``tasks.evaluation.questions.personas``): the first (cooperative) is the main table's
+    user; with more, ``robustness.json`` gives every ``persona_methods`` row under each."""
+    persona_methods: list[str] | None = None
+    """The method rows of the robustness table; None: every ranked row."""
 
     @model_validator(mode="after")
     def _unique(self) -> SweEvalSettings:
@@ -103,6 +109,12 @@ class SweEvalSettings(BaseModel):
         dupes = sorted({n for n in names if names.count(n) > 1})
         if dupes:
             raise ValueError(f"method names must be unique; repeated: {', '.join(dupes)}")
+        personas = [p.name for p in self.personas]
+        if not personas or len(set(personas)) != len(personas) or self.personas[0].behaviour != "cooperative":
+            raise ValueError("personas: distinct names, the first one cooperative (the main table's user)")
+        unknown = sorted(set(self.persona_methods or ()) - set(names))
+        if unknown:
+            raise ValueError(f"persona_methods: not a method row: {', '.join(unknown)}")
         return self
 
 

@@ -323,7 +323,6 @@ def evaluate_swe(cases: Sequence[Case], settings: SweEvalSettings, roles: RolesP
     atomic_write_text(out_dir / "rows.jsonl", "".join(json.dumps(without_wall_clock(r), sort_keys=True,
                                                                  ensure_ascii=False) + "\n"
                                                       for r in rows))
-    atomic_write_text(out_dir / "report.md", report_markdown(without_wall_clock(summary)))
     from tasks.evaluation import inspect_log
 
     inspect_log.write_swe_log(out_dir / inspect_log.SWE_LOG, rows, summary, {c.case_id: c.brief.content for c in cases})
@@ -332,11 +331,47 @@ def evaluate_swe(cases: Sequence[Case], settings: SweEvalSettings, roles: RolesP
     plots.recovery_plot(ordered, out_dir / "questions_vs_recovery.png")
     export_clarified([u for name in units for u in units[name]], {c.case_id: c for c in cases}, out_dir / "bridge",
                      inputs.meta)
+    sections = persona_outputs(out_dir, cases, units, summary, settings, roles, inputs)
+    atomic_write_text(out_dir / "report.md", report_markdown(without_wall_clock(summary)) + sections)
     from tasks.roles.failures import unit_failure_counts
 
     failure_counts = unit_failure_counts([u for name in units for u in units[name]], roles)
     return {**summary, "run": {"computed": stats.computed, "reused": stats.reused,
                                "seconds": round(stats.seconds, 2), "failure_counts": failure_counts}}
+
+
+def persona_outputs(out_dir: Path, cases: Sequence[Case], units: dict[str, list], summary: dict[str, Any],
+                    settings: SweEvalSettings, roles: RolesParams, inputs: SweInputs) -> str:
+    """``frontier.json`` / ``frontier.png`` (every method) and, with more than one persona, ``robustness.json`` /
+    ``robustness.png`` (the ``persona_methods`` rows, default every ranked one); returns their report sections."""
+    from tasks.evaluation.frontier import frontier_plot
+    from tasks.evaluation.metrics import tidy
+    from tasks.evaluation.questions import personas
+    from tasks.evaluation.robustness import robustness_plot
+    from tasks.roles.config import describe_roles
+    from tasks.store import atomic_write_json
+
+    by_id = {c.case_id: c for c in cases}
+    references = set(summary["reference_order"])
+    ordered = {name: units[name] for name in (*summary["method_order"], *summary["reference_order"])}
+    table = personas.frontier_table(by_id, ordered, references=references, n_resamples=settings.bootstrap,
+                                    seed=settings.seed)
+    atomic_write_json(out_dir / "frontier.json", tidy(table))
+    frontier_plot(table, out_dir / "frontier.png", y="recall", label="hidden-category recall within budget")
+    sections = "\n" + personas.frontier_markdown(table)
+    if len(settings.personas) < 2:
+        return sections
+    rows = settings.persona_methods if settings.persona_methods is not None else summary["method_order"]
+    user = describe_roles(roles)["swe_user"]
+    source = ("simulated user swe_user: " + ("local rules" if user.get("backend", "local") == "local"
+                                             else str(user.get("model"))) + " + the persona rewrite (local rules)")
+    robust = personas.robustness_table(by_id, {name: units[name] for name in rows}, settings.personas,
+                                       inputs.weights, n_resamples=settings.bootstrap, seed=settings.seed)
+    robust.update({"personas_settings": [p.model_dump(mode="json") for p in settings.personas], "source": source})
+    atomic_write_json(out_dir / "robustness.json", tidy(robust))
+    robustness_plot(robust, out_dir / "robustness.png", metric="facts_received",
+                    label="facts received (category-weighted)")
+    return sections + "\n" + personas.robustness_markdown(robust, source=source)
 
 
 def paired_comparisons(units: dict[str, list], settings: SweEvalSettings) -> dict[str, Any]:
