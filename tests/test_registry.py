@@ -89,8 +89,8 @@ def test_the_project_registries_hold_what_their_modules_declare():
     from tasks.rewards.stages import STAGES
 
     assert {"freeqa", "mc", "mc_d", "oracle", "ready_now", "interopt"} <= set(method_names())
-    assert SWE_METHODS.names() == ["no_questions", "oracle_template", "ask_everything", "policy", "llm_questioner",
-                                   "published"]
+    assert SWE_METHODS.names() == ["no_questions", "oracle_template", "ask_everything", "evpi", "policy",
+                                   "llm_questioner", "published"]
     assert set(STAGES.names()) == {"non_redundancy", "answerability", "task_relevance", "diversity"}
 
 

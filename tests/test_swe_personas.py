@@ -134,3 +134,48 @@ def test_one_persona_writes_the_frontier_only_and_bad_settings_fail(tmp_path):
         project(tmp_path / "b", METHODS, personas=[{"name": "terse"}])
     with pytest.raises(ValueError, match="not a method row: nope"):
         project(tmp_path / "c", METHODS, personas=PERSONAS, persona_methods=["nope"])
+
+
+# ---- the SWE value-of-information questioner ---------------------------------------------------------------------
+
+
+def evpi_setup(tmp_path, **options):
+    from tasks.evaluation.questions.methods import EvpiOptions, EvpiQuestioner, QuestionContext
+    from tasks.roles.config import RolesParams
+    from tests.test_swe_eval import cases
+
+    def with_split(case, split):
+        return case.model_copy(update={"metadata": case.metadata.model_copy(update={"split": split})})
+
+    toy = cases()  # toylib: [E, X, V] and [R] hidden; gizmo: [I] and [X, I, F]
+    train = [with_split(c, "train") for c in toy if c.metadata.source_id.startswith("toylib")]
+    heldout = [with_split(c, "heldout") for c in toy if c.metadata.source_id.startswith("gizmo")]
+    path = tmp_path / "cases.jsonl"
+    path.write_text("".join(c.model_dump_json() + "\n" for c in [*train, *heldout]))
+    weights = {c.key: 1.0 for c in Category} | {Category.VERSION_ENV.key: 0.2}
+    ctx = QuestionContext(roles=RolesParams(), weights=weights, root=tmp_path)
+    return EvpiQuestioner("evpi", ctx, EvpiOptions(prior_cases=str(path), **options)), train, heldout
+
+
+def test_evpi_asks_the_categories_worth_their_cost_most_valuable_first(tmp_path):
+    evpi, _, heldout = evpi_setup(tmp_path, question_cost=0.3)
+    # belief: the training split's hidden rate (error, expected, version: 1 of 2 toylib cases; reproduction 1 of 2)
+    assert evpi.belief[Category.ERROR.key] == 0.5 and evpi.belief[Category.IMPLEMENTATION.key] == 0.0
+    assert evpi.values[Category.VERSION_ENV.key] == pytest.approx(0.1)  # 0.5 x weight 0.2: below the cost
+    asked = evpi.categories(heldout[0])
+    assert asked == [Category.ERROR, Category.REPRODUCTION, Category.EXPECTED]  # value 0.5 each, canonical order
+    assert evpi.categories(heldout[0]) == evpi.categories(heldout[1])  # a prior: the same for every case
+    (text,) = [c.text for c in evpi.complete(heldout[:1])]
+    assert text.count("\n") == 2 and text.startswith("1. ")
+
+
+def test_evpi_stops_before_the_first_question_when_the_cost_exceeds_every_value(tmp_path):
+    evpi, _, heldout = evpi_setup(tmp_path, question_cost=0.6)
+    assert max(evpi.values.values()) == 0.5 and evpi.categories(heldout[0]) == []
+    assert [c.text for c in evpi.complete(heldout)] == ["", ""]
+
+
+def test_evpi_refuses_the_cases_its_belief_was_estimated_on(tmp_path):
+    evpi, train, heldout = evpi_setup(tmp_path)
+    done = evpi.complete([train[0], heldout[0]])
+    assert "training split" in done[0].failure and done[1].failure is None and done[1].text

@@ -7,6 +7,8 @@ Kinds (``evaluate.swe.methods[].method``, default = ``name``):
 - ``oracle_template``: one ``question_writer`` question per *hidden* category, most valuable first by the category
   weights. An oracle: it reads the case's hidden categories. A reference row (privileged).
 - ``ask_everything``: one ``question_writer`` question for each of the six categories, most valuable first.
+- ``evpi``: value of information: one ``question_writer`` question for each category whose P(hidden) x weight is at
+  least ``question_cost``, most valuable first; the belief is the training split's hidden rate per category.
 - ``policy``: a trained questioner (:class:`tasks.training.policy.LocalPolicy`), the base model or a LoRA adapter
   (``options: {adapter: data/models/grpo/adapter}``; ``adapter: null`` is the base); one greedy generation per
   brief (batched, ending at the end of the list), the model loaded on first use under a lock. Inside a flow each
@@ -171,6 +173,51 @@ class OracleTemplate(_WriterMethod):
 class AskEverything(_WriterMethod):
     def categories(self, case: Case) -> list[Category]:
         return by_weight(list(Category), self.ctx.weights)
+
+
+class EvpiOptions(TemplateOptions):
+    question_cost: float = Field(default=0.1, ge=0.0)
+    """Ask a category while its expected value is at least this (a share of the top category weight, 1.0)."""
+    prior_cases: str = "data/cases/swe/cases.jsonl"
+    """The cases whose *training* split gives each category's hidden rate (the belief); never the cases scored."""
+
+
+@method("evpi", options=EvpiOptions)
+class EvpiQuestioner(_WriterMethod):
+    """Value of information over the six categories: the value of asking about category h is P(h is hidden) x w_h
+    (the probability that the agent's default, "it is in the issue", is wrong, times what the category is worth to
+    resolution); ask every category worth at least ``question_cost``, most valuable first, and stop there. The
+    belief is the category's hidden rate in the training split of ``prior_cases`` (a prior learnt from data, the
+    same for every case: nothing of the scored case's hidden content is read), so a case from that training split
+    is refused (a failure, counted)."""
+
+    def __init__(self, name: str, ctx: QuestionContext, options: EvpiOptions):
+        super().__init__(name, ctx, options)
+        from tasks.evaluation.cases import read_cases
+
+        path = Path(options.prior_cases)
+        path = path if path.is_absolute() else ctx.root / path
+        train = [c for c in read_cases(path, missing="no cases for the evpi prior (run construct@swe first)")
+                 if c.metadata.split == "train"]
+        if not train:
+            raise InputError(path, "no case of the training split for the evpi prior", field="options.prior_cases")
+        self.train_ids = {c.case_id for c in train}
+        self.belief = {c.key: sum(c in t.hidden_categories for t in train) / len(train) for c in Category}
+        self.values = {k: round(p * ctx.weights.get(k, 0.0), 6) for k, p in self.belief.items()}
+
+    def categories(self, case: Case) -> list[Category]:
+        worth = [c for c in Category if self.values[c.key] >= self.options.question_cost]
+        return sorted(worth, key=lambda c: (-self.values[c.key], list(Category).index(c)))
+
+    def fingerprint(self) -> dict[str, Any]:
+        return {**super().fingerprint(), "values": self.values}
+
+    def complete(self, cases: Sequence[Case]) -> list[Completion]:
+        scored = [c for c in cases if c.case_id not in self.train_ids]
+        worth = bool(scored) and bool(self.categories(scored[0]))  # nothing worth its cost: no question at all
+        done = iter(super().complete(scored) if worth else [Completion(text="")] * len(scored))
+        return [next(done) if c.case_id not in self.train_ids else
+                Completion(failure="evpi: a case of the training split its belief was estimated on") for c in cases]
 
 
 class QuestionPolicyOptions(PolicyOptions):
