@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 
 import pytest
@@ -124,6 +125,15 @@ def test_the_stage_writes_the_robustness_table_and_the_frontier(tmp_path):
         assert (out / png).read_bytes()[:4] == b"\x89PNG"
     report = (out / "report.md").read_text()
     assert "## Robustness to simulated-user personas" in report and "## Questions-vs-recovery frontier" in report
+    if importlib.util.find_spec("inspect_ai"):  # one Inspect log per further persona, persona in every sample
+        from inspect_ai.log import read_eval_log
+
+        log = read_eval_log(str(out / "persona_uncooperative.eval"))
+        ranked = [m for m in summary["method_order"] if summary["methods"][m]["cases"]]
+        assert len(log.samples) == sum(summary["methods"][m]["cases"] for m in ranked)
+        assert {s.metadata["persona"] for s in log.samples} == {"uncooperative"}
+        assert all(s.scores["recall"].value == 0 for s in log.samples)
+        assert not (out / "persona_cooperative.eval").exists()
 
 
 def test_one_persona_writes_the_frontier_only_and_bad_settings_fail(tmp_path):

@@ -144,6 +144,19 @@ def persona_outcome(case: Case, unit: SweUnit, persona: Persona, weights: Mappin
         corrected=any(a.corrected for a in answers))
 
 
+def persona_row(row: Mapping[str, Any], case: Case, unit: SweUnit, persona: Persona,
+                weights: Mapping[str, float]) -> dict[str, Any]:
+    """A ``rows.jsonl`` row as ``persona`` answered it: its answers rewritten, its scores recomputed against the true
+    facts, ``persona`` set (the Inspect log's sample metadata); no predicted resolution (the main table's only)."""
+    answers = persona_answers(unit, persona)
+    got = persona_outcome(case, unit, persona, weights)
+    questions = [{**q, "answer": a.answer, "answered": a.answered, "true_answer": a.true}
+                 for q, a in zip(row.get("questions") or [], answers)]
+    return {**row, "key": f"{row['key']}::{persona.name}", "persona": persona.name, "questions": questions,
+            "recovered": recovered(case, unit, answers), "recall": got.recall, "full_coverage": got.full_coverage,
+            "weighted_recovery": got.weighted_recovery, "facts_received": got.facts, "predicted_resolution": None}
+
+
 COLUMNS = ("weighted_recovery", "hidden_recall", "full_coverage_rate", "true_answer_rate", "facts_received")
 
 

@@ -369,9 +369,33 @@ def persona_outputs(out_dir: Path, cases: Sequence[Case], units: dict[str, list]
                                        inputs.weights, n_resamples=settings.bootstrap, seed=settings.seed)
     robust.update({"personas_settings": [p.model_dump(mode="json") for p in settings.personas], "source": source})
     atomic_write_json(out_dir / "robustness.json", tidy(robust))
+    persona_logs(out_dir, cases, {name: units[name] for name in rows}, robust, summary, settings, inputs)
     robustness_plot(robust, out_dir / "robustness.png", metric="facts_received",
                     label="facts received (category-weighted)")
     return sections + "\n" + personas.robustness_markdown(robust, source=source)
+
+
+def persona_logs(out_dir: Path, cases: Sequence[Case], units: dict[str, list], robust: dict[str, Any],
+                 summary: dict[str, Any], settings: SweEvalSettings, inputs: SweInputs) -> None:
+    """One Inspect log per further persona, ``persona_<name>.eval``: every robustness row's cases as that persona
+    answered them (``persona`` in each sample's metadata), its robustness figures as the method scores."""
+    from tasks.evaluation import inspect_log
+    from tasks.evaluation.questions.personas import persona_row
+
+    by_id = {c.case_id: c for c in cases}
+    briefs = {c.case_id: c.brief.content for c in cases}
+    rows_by_key = {f"{u.method}::{u.case_id}": u for name in units for u in units[name] if u.skipped is None}
+    for persona in settings.personas[1:]:
+        rows = [persona_row({"key": key, "method": u.method, "case_id": u.case_id,
+                             "hidden": [c.key for c in by_id[u.case_id].hidden_categories],
+                             "questions": [q.model_dump() for q in u.questions]},
+                            by_id[u.case_id], u, persona, inputs.weights) for key, u in rows_by_key.items()]
+        methods = {name: {k: v for k, v in cells[persona.name].items() if isinstance(v, int | float)}
+                   for name, cells in robust["rows"].items()}
+        inspect_log.write_swe_log(out_dir / f"persona_{persona.name}.eval", rows,
+                                  {"methods": methods, "case_source": summary.get("case_source"),
+                                   "roles": summary.get("roles", {}), "persona": persona.model_dump(mode="json")},
+                                  briefs, task=f"evaluate@swe/{persona.name}")
 
 
 def paired_comparisons(units: dict[str, list], settings: SweEvalSettings) -> dict[str, Any]:
