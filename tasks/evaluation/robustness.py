@@ -137,35 +137,49 @@ def robustness_markdown(table: Mapping[str, Any], *, source: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def robustness_plot(table: Mapping[str, Any], path, *, metric: str = "WSS", label: str = "WSS (macro)") -> None:
-    """``metric`` per row (x) and persona (bars), with intervals (``cell[metric]``, ``cell["CI95"][metric]``)."""
-    import matplotlib
+FIGURE_WIDTH_IN, FIGURE_DPI = 9.0, 120
+"""1080 px, within the report page's text width (``tasks.reporting.to_html.PAGE_WIDTH_PX``, 1100), so the page shows
+the figure at full size. Rows run down the y axis, so more rows make the figure taller, never wider (a bar per row and
+persona along x made the 20-row OR figure 4320 px wide, shrunk to a quarter on the page)."""
+BAR_IN = 0.11
+"""Height of one bar (one row under one persona), inches."""
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+
+def robustness_figure(table: Mapping[str, Any], *, metric: str = "WSS", label: str = "WSS (macro)"):
+    """``metric`` per row (y, in ``sort_keys`` order from the top) and persona (bars), with intervals
+    (``cell[metric]``, ``cell["CI95"][metric]``), as a matplotlib ``Figure``; the legend sits above the bars."""
+    from matplotlib.figure import Figure
 
     from tasks.evaluation.metrics import sort_keys
 
     keys = sort_keys(list(table["rows"]))
     personas = table["personas"]
     width = 0.8 / max(len(personas), 1)
-    fig, ax = plt.subplots(figsize=(max(6, 0.6 * len(keys) * len(personas)), 4))
+    height = max(3.0, 1.3 + BAR_IN * max(len(keys), 1) * max(len(personas), 1))
+    fig = Figure(figsize=(FIGURE_WIDTH_IN, height), dpi=FIGURE_DPI, layout="constrained")
+    ax = fig.subplots()
     for i, persona in enumerate(personas):
-        xs, ys, errs = [], [], [[], []]
+        ys, xs, errs = [], [], [[], []]
         for k, key in enumerate(keys):
             cell = table["rows"][key].get(persona)
             if cell is None or cell[metric] is None:
                 continue
             lo, hi = cell["CI95"][metric] or (cell[metric], cell[metric])
-            xs.append(k + i * width)
-            ys.append(cell[metric])
+            ys.append(k + i * width)
+            xs.append(cell[metric])
             errs[0].append(cell[metric] - lo)
             errs[1].append(hi - cell[metric])
-        ax.bar(xs, ys, width, yerr=errs, label=persona, capsize=2)
-    ax.set_xticks([k + 0.4 - width / 2 for k in range(len(keys))], keys, rotation=45, ha="right", fontsize=7)
-    ax.set_ylabel(label)
-    ax.set_ylim(0, 1)
-    ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+        ax.barh(ys, xs, width, xerr=errs, label=persona, capsize=2)
+    ax.set_yticks([k + 0.4 - width / 2 for k in range(len(keys))], keys, fontsize=10)
+    ax.invert_yaxis()
+    ax.set_xlabel(label, fontsize=10)
+    ax.set_xlim(0, 1)
+    ax.tick_params(axis="x", labelsize=9)
+    ax.grid(axis="x", alpha=0.3)
+    ax.legend(fontsize=9, ncols=min(len(personas), 6), loc="lower left", bbox_to_anchor=(0, 1.0), frameon=False)
+    return fig
+
+
+def robustness_plot(table: Mapping[str, Any], path, *, metric: str = "WSS", label: str = "WSS (macro)") -> None:
+    """:func:`robustness_figure` written to ``path`` (PNG)."""
+    robustness_figure(table, metric=metric, label=label).savefig(path, dpi=FIGURE_DPI)

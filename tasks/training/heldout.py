@@ -194,36 +194,55 @@ def curve_rows(curve: HeldoutCurve) -> list[dict[str, Any]]:
             for name, values in curve_lines(curve).items() for step, value in zip(steps, values, strict=True)]
 
 
+PANELS_PER_ROW = 4
+"""The held-out figure's panels per row: with the total, four stages and two measures (7 panels) it is two rows of
+four, ``FIGURE_WIDTH_IN`` wide, so the report shows it at full size with 9-11 pt text (one row of 7 was 2100 px wide
+and shrank to half size on the page)."""
+FIGURE_WIDTH_IN = 11.0
+"""At ``dpi=100``: 1100 px, the report page's text width (``tasks.reporting.to_html.PAGE_WIDTH_PX``)."""
+
+
+def curve_figure(curve: HeldoutCurve):
+    """The held-out curve as a matplotlib ``Figure``: one panel per line of :func:`curve_lines` (the total first),
+    ``PANELS_PER_ROW`` to a row, the SFT level (step 0) dashed; the legend sits in the first spare cell."""
+    from matplotlib.figure import Figure
+
+    lines = curve_lines(curve)
+    cols = min(PANELS_PER_ROW, len(lines))
+    nrows = -(-len(lines) // cols)
+    fig = Figure(figsize=(FIGURE_WIDTH_IN, 2.9 * nrows + 0.5), dpi=100)
+    axes = fig.subplots(nrows, cols, squeeze=False).ravel()
+    steps = [p.step for p in curve.points]
+    for ax, (name, values) in zip(axes, lines.items()):
+        ax.plot(steps, values, marker="o", markersize=4, label="GRPO")
+        ax.axhline(values[0], color="grey", linestyle="--", linewidth=1, label="SFT (step 0)")
+        ax.set_title(name.replace("_", " "), fontsize=11)
+        ax.set_xlabel("step", fontsize=10)
+        ax.grid(alpha=0.3)
+        ax.tick_params(labelsize=9)
+    for ax in axes[len(lines):]:
+        ax.axis("off")
+    fig.suptitle(f"Held-out mean per GRPO step ({curve.cases} cases, {curve.issues} issues never trained on)",
+                 fontsize=11)
+    handles, labels = axes[0].get_legend_handles_labels()
+    spare = axes[len(lines)] if len(lines) < len(axes) else None
+    (spare or axes[0]).legend(handles, labels, fontsize=10, loc="center" if spare else "best", frameon=spare is None)
+    fig.tight_layout()
+    return fig
+
+
 def write_curve(folder: Path, curve: HeldoutCurve) -> list[Path]:
-    """``heldout_curve.json`` and ``heldout.png`` (one panel per stage plus the total; SFT = the step-0 line)."""
+    """``heldout_curve.json`` and ``heldout.png`` (:func:`curve_figure`)."""
     import io
 
-    import matplotlib
-
     from tasks.store import atomic_write_bytes, atomic_write_json
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
 
     atomic_write_json(folder / CURVE_FILE, curve.model_dump(mode="json"))
     if not curve.points:
         return [folder / CURVE_FILE]
-    lines = curve_lines(curve)
-    fig, axes = plt.subplots(1, len(lines), figsize=(3.0 * len(lines), 3.0), dpi=100, sharex=True)
-    steps = [p.step for p in curve.points]
-    for ax, (name, values) in zip(axes, lines.items(), strict=True):
-        ax.plot(steps, values, marker="o", markersize=3, label="GRPO")
-        ax.axhline(values[0], color="grey", linestyle="--", linewidth=1, label="SFT (step 0)")
-        ax.set_title(name.replace("_", " "), fontsize=9)
-        ax.set_xlabel("step", fontsize=8)
-        ax.grid(alpha=0.3)
-        ax.tick_params(labelsize=7)
-    axes[0].set_ylabel(f"held-out mean ({curve.cases} cases, {curve.issues} issues)", fontsize=8)
-    axes[0].legend(fontsize=7)
-    fig.tight_layout()
+    fig = curve_figure(curve)
     buf = io.BytesIO()
     fig.savefig(buf, format="png", metadata={"Software": None})
-    plt.close(fig)
     atomic_write_bytes(folder / CURVE_PNG, buf.getvalue())
     return [folder / CURVE_FILE, folder / CURVE_PNG]
 
