@@ -66,8 +66,11 @@ interval comes from its summary.json)."""
 
 def headline_blocks(inputs: ReportInputs) -> list[Block]:
     """The answer first: where the numbers come from, then per evaluation its best ranked row with its interval,
-    how many ranked rows share that value, and the reference rows (never ranked) beside it."""
-    rows, sources = [], []
+    how many ranked rows share that value, and the reference rows (never ranked) beside it; under the table one
+    sentence per evaluation whose best value is shared (how many rows, and whether they are identical on every
+    metric or only on this one), then GRPO against SFT on the held-out rows."""
+    rows, ties = [], []
+    sources: dict[str, list[str]] = {}  # backend -> the evaluations it ran
     for domain in [*EVAL_DOMAINS, *(d for d in inputs.domains if d not in EVAL_DOMAINS)]:
         stage = f"evaluate@{domain}"
         data = inputs.metrics.get(stage, {})
@@ -87,19 +90,73 @@ def headline_blocks(inputs: ReportInputs) -> list[Block]:
         reference = ", ".join(f"{n} {fmt(r[key])}" for n, r in refs.items() if isinstance(r.get(key), int | float))
         rows.append([stage, label, ", ".join(best), fmt(top) + interval, f"{len(best)} of {len(scored)}",
                      reference or "–"])
-        sources.append(f"{stage}: {data.get('backend') or 'backend not recorded'}")
+        sources.setdefault(str(data.get("backend") or "backend not recorded"), []).append(stage)
+        if len(best) > 1:
+            ties.append(tie_sentence(stage, label, fmt(top), {n: scored[n] for n in best}, len(scored)))
     if not rows:
         return []
+    lines = [f"{', '.join(stages)}: {backend}" for backend, stages in sources.items()]
     shap = inputs.metrics.get("shap", {})
     if shap_is_simulated(shap, inputs.json("data/shap/weights.json")):
-        sources.append("shap weights and the predicted resolution: simulated outcomes with planted effects")
-    return [
-        Text("Where these numbers come from: " + "; ".join(sources) + "."),
+        lines.append("shap weights and the predicted resolution: simulated outcomes with planted effects")
+    blocks: list[Block] = [
+        Text("Where these numbers come from: " + "; ".join(lines) + "."),
         Table(["evaluation", "ranked by", "best ranked row", "value [95% CI]", "rows at that value",
                "reference rows (not ranked)"], rows, caption="Headline"),
-        Text("Rows at the best value tie on it; the stage sections below say which ties are expected and why "
-             "(evaluate.<domain>.sanity.allowed_ties).", kind="note"),
     ]
+    blocks += [Text(t, kind="note") for t in ties]
+    return [*blocks, heldout_line(inputs)]
+
+
+def _numbers(row: dict[str, Any]) -> dict[str, float]:
+    return {k: v for k, v in row.items() if isinstance(v, int | float) and not isinstance(v, bool)}
+
+
+def identical_groups(rows: dict[str, dict[str, Any]]) -> list[list[str]]:
+    """Groups (two rows or more, in row order) of ranked rows whose every number is the same: their designs make no
+    difference on these cases, and their curves lie on top of each other."""
+    groups: dict[tuple, list[str]] = {}
+    for name, row in rows.items():
+        numbers = _numbers(row)
+        if numbers:
+            groups.setdefault(tuple(sorted(numbers.items())), []).append(name)
+    return [names for names in groups.values() if len(names) > 1]
+
+
+def tie_sentence(stage: str, label: str, value: str, tied: dict[str, dict[str, Any]], ranked: int) -> str:
+    """How many ranked rows share the best value, and why: identical on every metric (then the designs make no
+    difference on these cases) or only on this one (then the other columns tell them apart)."""
+    domain = stage.split("@", 1)[-1]
+    head = f"{stage}: {len(tied)} of {ranked} ranked rows tie at the best {label}, {value},"
+    groups = identical_groups(tied)
+    if len(groups) == 1 and len(groups[0]) == len(tied):
+        return (f"{head} because they are identical on all {len(_numbers(next(iter(tied.values()))))} metrics: on "
+                "these cases what sets the methods apart does not show in any number, so the tie says something about "
+                "the cases, not a ranking (the evaluation accepts identical rows only as pairs listed with their "
+                f"reason under evaluate.{domain}.sanity.allowed_ties in params.yaml).")
+    names = list(tied)
+    differ = sorted({k for n in names for k in _numbers(tied[n])
+                     if len({_numbers(tied[m]).get(k) for m in names}) > 1})
+    same = "; identical on every metric: " + "; ".join(", ".join(g) for g in groups) if groups else ""
+    return (f"{head} on that metric only: they differ on {len(differ)} others "
+            f"({', '.join(differ[:4])}{', ...' if len(differ) > 4 else ''}){same}.")
+
+
+def heldout_line(inputs: ReportInputs) -> Text:
+    """GRPO against SFT on the held-out rows (the grpo stage's paired comparison), or why there is none."""
+    grpo = inputs.metrics.get("grpo")
+    if grpo is None:
+        return Text("GRPO against SFT on held-out rows: GRPO has not run yet.", kind="note")
+    heldout = grpo.get("heldout")
+    gain = (heldout or {}).get("gain", {}).get("total") if isinstance(heldout, dict) else None
+    if not isinstance(gain, dict):
+        return Text("GRPO against SFT on held-out rows: not measured in this run (no held-out curve: "
+                    "training.heldout.every is null); evaluate@swe scores the GRPO policy on held-out issues.",
+                    kind="note")
+    sft, after = heldout.get("sft", {}).get("total"), heldout.get("grpo", {}).get("total")
+    return Text(f"GRPO against SFT on held-out rows ({heldout.get('cases')} cases from {heldout.get('issues')} issues "
+                f"never trained on): staged reward {fmt(sft)} -> {fmt(after)}, gain {fmt(gain.get('mean'))} "
+                f"[{fmt(gain.get('low'))}, {fmt(gain.get('high'))}] (95% paired bootstrap; Training section).")
 
 
 def overview_table(sections: list[Section]) -> Table:
@@ -410,6 +467,10 @@ def eval_section(inputs: ReportInputs, used: set[str], domain: str) -> Section:
     ranked, reference = method_rows(data or {}, summary)
     if ranked:
         extra.append(method_table(ranked, summary))
+        if groups := identical_groups(ranked):
+            extra.append(Text(f"{sum(map(len, groups))} of {len(ranked)} ranked rows are identical on every metric, "
+                              f"in {len(groups)} group(s): " + "; ".join(", ".join(g) for g in groups)
+                              + ". Their curves in the figures below lie on top of each other.", kind="note"))
     if reference:
         extra += [Text(REFERENCE_NOTE, kind="note"), reference_table(reference, summary)]
     if isinstance(summary.get("abstention"), dict):
