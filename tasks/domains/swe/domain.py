@@ -24,14 +24,15 @@ from tasks import caching, categories, records, store
 from tasks.caching import RunStats
 from tasks.categories import Category
 from tasks.cluster import ClusterParams, fan_out
-from tasks.domains import ConstructResult
-from tasks.domains.api import Eligibility, JudgeHints, Severity, Taxonomy
+from tasks.domain_context import JudgeHints
+from tasks.domains.api import ConstructResult, Severity, Taxonomy
 from tasks.domains.swe import masking
-from tasks.domains.swe.samples import check_unique, load_samples
 from tasks.errors import InputError
 from tasks.params import RUNNER_KEYS, SPLIT_KEYS, SweConstructParams, section
-from tasks.records import Brief, Case, CaseMetadata, HiddenSlot, IssueRecord, SpanAnnotation, Unit
+from tasks.records import Brief, Case, CaseMetadata, Eligibility, HiddenSlot, IssueRecord, SpanAnnotation, Unit
 from tasks.roles.config import RolesParams, describe_roles
+from tasks.swe_samples import check_unique, load_samples
+from tasks.text import normalise_newlines
 
 BENCHMARK = "clarifyflow-swe"
 MASKING_BACKEND = "rules: span removal + fluency clean-up (no model)"
@@ -268,7 +269,7 @@ def issue_units(issue: IssueRecord) -> list[Unit]:
 def mask_issue(issue: IssueRecord, cfg: SweConstructParams) -> tuple[list[Case], Counter]:
     """All variants of one issue, plus counters of what was skipped and why."""
     notes: Counter = Counter()
-    text = masking.normalise_newlines(issue.text)
+    text = normalise_newlines(issue.text)
     pairs = span_pairs(issue)
     located, missing = masking.locate_all(text, pairs)
     notes["spans"] += len(pairs)
