@@ -20,7 +20,7 @@ from typing import Any, ClassVar
 
 from tqdm import tqdm
 
-from tasks import caching, categories, records, store
+from tasks import caching, categories, records, store, swe_samples, text
 from tasks.caching import RunStats
 from tasks.categories import Category
 from tasks.cluster import ClusterParams, fan_out
@@ -344,14 +344,14 @@ def mask_chunk(issues: list[dict], cfg: dict) -> dict:
     return {"cases": out, "notes": dict(notes)}
 
 
-_MODULES = (masking, records, categories)
+_MODULES = (masking, text, records, categories)
 
 
 def _prefect_tasks():
     from tasks.roles import annotator, base
 
-    load_task = caching.cached_task("swe-load-issues", modules=(store, records, masking, sys.modules[__name__]),
-                                    retries=0)(_load_for_cache)
+    load_task = caching.cached_task("swe-load-issues", modules=(store, records, masking, text, swe_samples,
+                                                              sys.modules[__name__]), retries=0)(_load_for_cache)
     annotate_task = caching.cached_task("swe-annotate-chunk",
                                         modules=(*caching.package_modules(annotator), base, records),
                                         retries=0)(annotate_chunk)
