@@ -23,7 +23,7 @@ help:
 	@echo "make run        set up, start the local Prefect server, run the pipeline (flows.pipeline: dvc repro per stage, JOBS=2 at once)"
 	@echo "make setup      the .venv; TORCH=cpu|cuda|auto picks the torch build (auto: cuda where nvidia-smi runs)"
 	@echo "make gpu-setup  on a CUDA machine: add vLLM and a CUDA build of torch (training.profile gpu)"
-	@echo "make lint       ruff check (settings in pyproject.toml)"
+	@echo "make lint       ruff check and lint-imports (the layer contracts; settings in pyproject.toml)"
 	@echo "make test       set up, lint, run the test suite"
 	@echo "make test-slow  also run the tests marked slow"
 	@echo "make ui         start (or show) the Prefect server and UI at http://127.0.0.1:4200"
@@ -135,6 +135,7 @@ run: server
 
 lint: setup
 	$(PY) -m ruff check .
+	$(VENV)/bin/lint-imports --no-logo
 
 test: lint
 	$(PY) -m pytest

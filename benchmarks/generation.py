@@ -46,8 +46,8 @@ SAMPLES = ROOT / "data" / "samples" / "swe" / "issues.jsonl"
 
 def sample_cases():
     from tasks.domains.swe import mask_issue
-    from tasks.domains.swe.samples import load_samples
     from tasks.params import SweConstructParams
+    from tasks.swe_samples import load_samples
 
     cfg = SweConstructParams()
     return [case for issue in load_samples(SAMPLES) for case in mask_issue(issue, cfg)[0]]

@@ -57,8 +57,8 @@ def things_of(text: str) -> list[str]:
 
 def load_cases(path: Path):
     from tasks.domains.swe import mask_issue
-    from tasks.domains.swe.samples import load_samples
     from tasks.params import SweConstructParams
+    from tasks.swe_samples import load_samples
 
     cfg = SweConstructParams()
     return [case for issue in load_samples(path) for case in mask_issue(issue, cfg)[0]]

@@ -40,7 +40,7 @@ sys.path.insert(0, str(ROOT))
 
 from benchmarks.files import input_exists  # noqa: E402
 from benchmarks.siblings import load  # noqa: E402
-from tasks.domains.swe.masking import find_all as _occurrences  # noqa: E402
+from tasks.text import find_all as _occurrences  # noqa: E402
 
 DEFAULT_DATA = ROOT.parent / "shared" / "data" / "clariti" / "data.xlsx"
 OUT = ROOT / "benchmarks" / "out" / "train_annotator.json"

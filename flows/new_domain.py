@@ -50,10 +50,11 @@ def paths(root: Path, name: str) -> dict[str, Path]:
 def check_name(name: str, root: Path, params_path: Path) -> None:
     """Raise InputError (one line) unless ``name`` is a safe, unused domain name."""
 
-    from tasks.domains import NAME, module_name
+    from tasks.domains import module_name
     from tasks.errors import InputError
+    from tasks.records import DOMAIN_NAME
 
-    if not NAME.match(name) or keyword.iskeyword(name):
+    if not DOMAIN_NAME.match(name) or keyword.iskeyword(name):
         raise InputError(name, "not a valid domain name: use 2-40 lower-case letters, digits or underscores, "
                                "starting with a letter")
     if name in RESERVED:

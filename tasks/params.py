@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from tasks.cluster import ClusterParams, Runner
 from tasks.errors import InputError, validation_message
 from tasks.params_yaml import load_yaml_file
+from tasks.records import DOMAIN_NAME
 from tasks.rewards.config import RewardConfig
 from tasks.roles.config import RolesParams
 
@@ -285,10 +286,8 @@ class Params(Section):
     @classmethod
     def _domain_names(cls, names: list[str]) -> list[str]:
         """Every entry a safe domain name (it becomes a DVC stage, a folder and a module name)."""
-        from tasks.domains import NAME
-
         for i, name in enumerate(names):
-            if not NAME.fullmatch(name):
+            if not DOMAIN_NAME.fullmatch(name):
                 shown = repr(name) if len(name) <= 60 else repr(name[:57]) + "..."
                 raise ValueError(f"domains.{i}: {shown} is not a domain name (2-40 lower-case letters, digits or "
                                  "underscores, starting with a letter)")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any, ClassVar, Literal
@@ -14,6 +15,10 @@ from tasks.limits import MAX_TEXT_CHARS, MAX_UNITS
 
 SAFE_ID = r"^[A-Za-z0-9][A-Za-z0-9_.+\-]{0,199}$"
 """Ids become file names and cache keys, so they may not contain path separators or spaces."""
+
+DOMAIN_NAME = re.compile(r"\A[a-z][a-z0-9_]{1,39}\Z")
+r"""A domain name: a Python identifier in lower case (it names a module, a params key, folders and DVC stages).
+``\A``/``\Z``, not ``^``/``$``: ``$`` also matches before a trailing newline."""
 
 SCHEMA_VERSION = "0.3"
 
@@ -158,6 +163,16 @@ class Unit(Record):
     kind: str
     content: str = Field(min_length=1, max_length=MAX_TEXT_CHARS)
     category: Category | None = None
+
+
+class Eligibility(BaseModel):
+    """The filter's verdict on one unit: may it be hidden, and why (kept in ``extra.construction``)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    unit_id: str
+    eligible: bool
+    reason: str
 
 
 class HiddenSlot(Record):

@@ -1,6 +1,7 @@
 """Text helpers every domain's construction shares (the SWE masker, the unit domains' leak checks, the SWE roles'
-passage splitters), the pieces the Markdown segmenters and cue classifiers have in common (a heading line, sentence
-spans, summed regex cues, cue tags), and how the reports print a number (:func:`fmt`)."""
+passage splitters, the samples' span check: :func:`locate`), the pieces the Markdown segmenters and cue classifiers
+have in common (a heading line, sentence spans, summed regex cues, cue tags), and how the reports print a number
+(:func:`fmt`)."""
 
 from __future__ import annotations
 
@@ -77,6 +78,35 @@ def whitespace_pattern(span: str) -> re.Pattern | None:
     """A pattern matching ``span`` with any run of whitespace standing for any other (None for a blank span)."""
     tokens = span.split()
     return re.compile(r"\s+".join(re.escape(t) for t in tokens)) if tokens else None
+
+
+PIECE_MIN_CHARS = 12
+_PIECES = re.compile(r"\.\.\.|…|\n")
+
+
+def normalise_newlines(text: str) -> str:
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
+def find_all(text: str, span: str) -> list[tuple[int, int]]:
+    """Every occurrence of ``span`` in ``text``, any run of whitespace matching any other."""
+    pattern = whitespace_pattern(span)
+    return [(m.start(), m.end()) for m in pattern.finditer(text)] if pattern else []
+
+
+def locate(text: str, span: str) -> list[tuple[int, int]]:
+    """All occurrences of ``span`` in ``text``, matching any run of whitespace to any other.
+
+    A span quoted with an ellipsis ("first part ... last part") or stitched from non-adjacent lines is located
+    piece by piece (pieces shorter than 12 characters are ignored).
+    """
+    found = find_all(text, span)
+    if found:
+        return found
+    pieces = [p for p in _PIECES.split(span) if len(p.strip()) >= PIECE_MIN_CHARS]
+    if len(pieces) == 1 and pieces[0].strip() == span.strip():
+        return []
+    return sorted(iv for piece in pieces for iv in find_all(text, piece))
 
 
 def fmt(value: object, digits: int | None = None) -> str:

@@ -489,7 +489,7 @@ def test_policy_maps_a_recorded_smollm2_label_back_to_the_loadable_base(tmp_path
 
 def test_policy_episode_through_the_loop():
     from tasks.clarifiers.policy import EpisodePolicyOptions, PolicyMethod
-    from tasks.episodes.loop import run_episode
+    from tasks.evaluation.episode_loop import run_episode
 
     method = PolicyMethod("policy", EpisodePolicyOptions(), loader=FakePolicy)
     episode = run_episode(bakery_case(), method, "open", repeat=1, seed=0, max_turns=20, ctx=MethodContext())
@@ -555,7 +555,7 @@ def test_reviewer_feedback_is_cut_at_500_words():
 @pytest.mark.parametrize("name,protocol", [("freeqa", "open"), ("mc_d", "mc_d"), ("readygate", "mc_d"),
                                            ("orpilot", "open"), ("oracle", "mc"), ("ready_now", "open")])
 def test_episode_with_local_backends(name, protocol):
-    from tasks.episodes.loop import run_episode
+    from tasks.evaluation.episode_loop import run_episode
 
     case = bakery_case()
     method = get_method(name)
@@ -596,7 +596,7 @@ def test_local_methods_on_published_cases(name, protocol):
     from pathlib import Path
 
     from tasks.domains.or_toml import read_cases
-    from tasks.episodes.loop import run_episode
+    from tasks.evaluation.episode_loop import run_episode
     from tests.conftest import SHARED
 
     cases = read_cases(Path(SHARED / "data" / "or-clarify"))[:6]

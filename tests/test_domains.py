@@ -8,8 +8,9 @@ import pytest
 
 from tasks import domains
 from tasks.clarifiers.base import OPTIMIZATION_CONTEXT
+from tasks.domain_context import DomainContext
 from tasks.domains import domain_context, domain_names, get_domain, module_name
-from tasks.domains.api import OPTIMIZATION_HINTS, Domain, DomainContext, check_domain
+from tasks.domains.api import OPTIMIZATION_HINTS, Domain, check_domain
 from tasks.errors import DomainError, InputError
 from tasks.params import SweConstructParams
 from tasks.records import Case
@@ -74,7 +75,7 @@ def test_every_shipped_domain_satisfies_the_api(name):
 
 def test_swe_hooks_agree_with_the_masking_stage():
     from tasks.domains.swe import mask_issue
-    from tasks.domains.swe.samples import load_samples
+    from tasks.swe_samples import load_samples
 
     swe = get_domain("swe")
     cfg = SweConstructParams(variants_per_issue=3)
@@ -131,8 +132,8 @@ def test_the_gap_inventory_follows_the_domain():
 
 def test_the_episode_loop_hands_the_domain_to_the_agent_and_the_simulated_user(monkeypatch):
     from tasks.clarifiers.base import BaseAgent, MethodContext
-    from tasks.episodes.loop import run_episode
     from tasks.episodes.records import AgentAction
+    from tasks.evaluation.episode_loop import run_episode
     from tests.test_evaluate import _case
 
     seen, facts = [], []
@@ -207,7 +208,7 @@ def test_agent_user_and_judge_prompts_follow_the_evaluation_domain(monkeypatch):
     from tasks.clarifiers.base import MethodContext, get_method
     from tasks.clarifiers.freeqa import SPEC as GENERIC
     from tasks.clarifiers.freeqa import AgentInput
-    from tasks.episodes.loop import run_episode
+    from tasks.evaluation.episode_loop import run_episode
     from tasks.evaluation.judge import judge_episodes
     from tasks.llm.client import LLMClient
     from tasks.llm.providers import ensure_registered

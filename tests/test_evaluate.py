@@ -57,8 +57,8 @@ def _headline(summary: dict) -> dict:
 def test_the_agent_never_sees_hidden_information():
     """Every view an agent gets carries only the brief and the public transcript."""
     from tasks.clarifiers.base import BaseAgent, MethodContext
-    from tasks.episodes.loop import run_episode
     from tasks.episodes.records import AgentAction
+    from tasks.evaluation.episode_loop import run_episode
 
     seen = []
 
@@ -90,8 +90,8 @@ def test_the_agent_never_sees_hidden_information():
 
 def test_choice_questions_without_three_distinct_options_are_protocol_failures():
     from tasks.clarifiers.base import BaseAgent, MethodContext
-    from tasks.episodes.loop import run_episode
     from tasks.episodes.records import AgentAction
+    from tasks.evaluation.episode_loop import run_episode
 
     class Two(BaseAgent):
         def act(self, view):

@@ -11,7 +11,7 @@ from tests.test_evaluate import _case
 def _episode(protocol: str, **options):
     from tasks.clarifiers.base import MethodContext, get_method
     from tasks.domains import domain_context
-    from tasks.episodes.loop import run_episode
+    from tasks.evaluation.episode_loop import run_episode
 
     method = get_method("evpi", "evpi", options)
     ctx = MethodContext(domain=domain_context("optimization"))

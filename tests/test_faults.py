@@ -57,9 +57,10 @@ def test_a_params_file_that_lies_is_refused_with_one_line(tmp_path, text, messag
 
 
 def test_the_domain_name_pattern_refuses_a_trailing_newline():
-    from tasks.domains import NAME, module_name
+    from tasks.domains import module_name
+    from tasks.records import DOMAIN_NAME
 
-    assert NAME.match("swe") and not NAME.match("swe\n") and not NAME.match("../../evil")
+    assert DOMAIN_NAME.match("swe") and not DOMAIN_NAME.match("swe\n") and not DOMAIN_NAME.match("../../evil")
     assert module_name("swe\n") is None
 
 

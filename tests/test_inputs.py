@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from tasks.domains.swe import parse_category_mapping
-from tasks.domains.swe.samples import load_samples
 from tasks.errors import InputError
 from tasks.params import load_params
+from tasks.swe_samples import load_samples
 from tests.conftest import MINI, python, tiny_params, write_params
 
 GOOD = [json.loads(line) for line in MINI.read_text().splitlines()]

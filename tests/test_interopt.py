@@ -801,7 +801,7 @@ def creamery(tmp_path_factory):
 @pytest.mark.parametrize("protocol", ["mc_d", "open"])
 @pytest.mark.parametrize("name", ["interopt", "interopt_aligned"])
 def test_episodes_on_a_hand_made_case(creamery, protocol, name):
-    from tasks.episodes.loop import run_episode
+    from tasks.evaluation.episode_loop import run_episode
     from tasks.evaluation.judge import judge_episodes
 
     ctx = MethodContext()
@@ -852,7 +852,7 @@ def test_interopt_opens_with_the_objective_when_the_published_case_hides_it(publ
 
 @pytest.mark.realdata
 def test_interopt_recovers_hidden_objectives_on_published_cases(published):
-    from tasks.episodes.loop import run_episode
+    from tasks.evaluation.episode_loop import run_episode
     from tasks.evaluation.judge import judge_episodes
 
     cases = [c for c in published if _hidden_objective(c)][:4]

@@ -13,12 +13,11 @@ from tasks.domains.swe.masking import (
     choose_hidden,
     fence_count,
     find_leaks,
-    locate,
     mask_text,
-    normalise_ws,
 )
-from tasks.domains.swe.samples import load_samples
 from tasks.params import SweConstructParams
+from tasks.swe_samples import load_samples
+from tasks.text import locate, normalise_ws
 from tests.conftest import MINI, SAMPLES
 
 MARKERS = re.compile(r"\[(REDACTED|MASKED|HIDDEN|REMOVED)\]|<(redacted|masked|hidden|removed)>|XXX|\.\.\.\s*$", re.I)

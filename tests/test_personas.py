@@ -14,8 +14,8 @@ BOTH_Q = "How many hours per day can each roaster run at most? Should the plan m
 
 def _play(persona: ps.Persona, questions: list[str], protocol: str = "open", repeat: int = 1):
     from tasks.clarifiers.base import BaseAgent, MethodContext
-    from tasks.episodes.loop import run_episode
     from tasks.episodes.records import AgentAction
+    from tasks.evaluation.episode_loop import run_episode
 
     class Asker(BaseAgent):
         def act(self, view):

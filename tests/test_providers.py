@@ -179,7 +179,7 @@ def test_reasoning_never_reaches_the_parser_and_is_kept(shape, serve, client):
 
 def test_an_episode_client_keeps_the_reasoning_for_the_episode_logs(serve, client, tmp_path):
     from tasks.clarifiers.base import MethodContext
-    from tasks.episodes.loop import episode_context
+    from tasks.evaluation.episode_loop import episode_context
 
     ctx = episode_context(MethodContext(client=client), sample="0:1")
     assert ctx.client.reasoning_log == [] and client.reasoning_log is None  # the process-wide client keeps none

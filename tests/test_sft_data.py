@@ -8,7 +8,6 @@ import json
 import pytest
 
 from tasks.domains.swe import mask_issue
-from tasks.domains.swe.samples import load_samples
 from tasks.errors import InputError
 from tasks.llm.records import RoleConfig
 from tasks.params import SweConstructParams
@@ -16,6 +15,7 @@ from tasks.rewards.weights import CLARITI_WEIGHTS as PAPER_WEIGHTS
 from tasks.roles.question_writer import QuestionWriterInput, entities, local
 from tasks.sftdata import build_rows, load_weights
 from tasks.splits import assign_splits
+from tasks.swe_samples import load_samples
 from tests.conftest import ROOT, python
 
 

@@ -11,7 +11,6 @@ import yaml
 
 from tasks.domains.swe import DOMAIN as SWE
 from tasks.domains.swe import mask_issue
-from tasks.domains.swe.samples import load_samples
 from tasks.errors import InputError
 from tasks.llm.records import RoleConfig
 from tasks.params import section
@@ -27,6 +26,7 @@ from tasks.splits import (
     training_record,
 )
 from tasks.store import atomic_write_json, jsonl_text
+from tasks.swe_samples import load_samples
 from tests.conftest import ROOT
 
 PARAMS = yaml.safe_load((ROOT / "params.yaml").read_text())

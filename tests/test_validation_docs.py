@@ -10,8 +10,8 @@ from urllib.parse import urlparse
 import pytest
 
 from tasks.domains.swe import mask_issue
-from tasks.domains.swe.samples import load_samples
 from tasks.params import SweConstructParams
+from tasks.swe_samples import load_samples
 from tasks.validation import docs, docs_assets
 from tests.conftest import MINI
 

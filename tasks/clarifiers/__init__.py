@@ -1,11 +1,12 @@
-"""Clarification methods: each is a small module over the same episode loop (tasks/episodes/loop.py).
+"""Clarification methods: each is a small module over the same episode loop (tasks/evaluation/episode_loop.py).
 
 Each method registers where it is defined, ``@method("freeqa")`` on its factory (``reference=`` for a reference
 row: the oracle, the ready-now floor); the registry imports this package's modules on its first lookup
 (``get_method``, ``method_names``, ``reference_of``). An extension outside the package calls
 ``METHODS.add(name, "module:factory", reference=...)`` (``METHODS``: a :class:`tasks.registry.Registry`).
 
-The method interface and the gap inventory's records load their module on first use (PEP 562)."""
+The method interface loads its module on first use (PEP 562); the gap inventory's records are
+``tasks.domain_context``."""
 
 from __future__ import annotations
 
@@ -16,15 +17,10 @@ from tasks.lazy_exports import lazy_exports
 _HOME = {
     "Method": "base", "MethodContext": "base", "get_method": "base", "method_names": "base", "reference_of": "base",
     "method": "base", "METHODS": "base",
-    "GAP_CATEGORIES": "gaps", "BriefFacts": "gaps", "GapCandidate": "gaps", "GapInventory": "gaps",
 }
 
 __all__ = [
-    "GAP_CATEGORIES",
     "METHODS",
-    "BriefFacts",
-    "GapCandidate",
-    "GapInventory",
     "Method",
     "MethodContext",
     "get_method",
@@ -43,7 +39,6 @@ if TYPE_CHECKING:
         method_names,
         reference_of,
     )
-    from tasks.clarifiers.gaps import GAP_CATEGORIES, BriefFacts, GapCandidate, GapInventory
 
 
 __getattr__, __dir__ = lazy_exports(__name__, _HOME)

@@ -26,7 +26,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from tasks.clarifiers.gaps import GapInventory
+from tasks.domain_context import GapInventory
 
 NON_ANSWER = re.compile(
     r"still needs? (internal )?confirm|needs? (internal )?confirmation|(can't|cannot|can not) (give|say|tell)|"

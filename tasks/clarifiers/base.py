@@ -19,7 +19,8 @@ from typing import Protocol as TypingProtocol
 
 from pydantic import BaseModel
 
-from tasks.domains.api import OPTIMIZATION_HINTS, DomainContext
+from tasks.domain_context import DomainContext
+from tasks.domains.api import OPTIMIZATION_HINTS
 from tasks.domains.optimization.gaps import OPTIMIZATION
 from tasks.episodes.records import AgentAction, AgentView, Protocol
 from tasks.llm.records import RoleConfig, RoleFailure

@@ -38,9 +38,9 @@ from tasks.clarifiers.freeqa import (
     stalled,
     view_fields,
 )
-from tasks.clarifiers.gaps import GapCandidate, GapInventory, all_gaps, open_gaps
+from tasks.clarifiers.gaps import all_gaps, open_gaps
 from tasks.clarifiers.interopt_roles import OPTION_SET_SCHEMA, narrow_question, parse_agent_turn
-from tasks.domains.api import DomainContext
+from tasks.domain_context import DomainContext, GapCandidate, GapInventory
 from tasks.episodes.records import AgentAction, AgentView, Protocol, TranscriptRow
 from tasks.roles.base import RoleSpec
 from tasks.roles.registry import ROLES

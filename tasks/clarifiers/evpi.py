@@ -35,7 +35,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from tasks.clarifiers import alignment
 from tasks.clarifiers.base import BaseAgent, MethodContext, method
 from tasks.clarifiers.freeqa import parse_options, ready_summary
-from tasks.clarifiers.gaps import GapCandidate, all_gaps
+from tasks.clarifiers.gaps import all_gaps
+from tasks.domain_context import GapCandidate
 from tasks.episodes.records import AgentAction, AgentView, Protocol, TranscriptRow
 
 NONE_OF_THESE = "D"

@@ -20,8 +20,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from tasks.clarifiers.base import BaseAgent, MethodContext, method
-from tasks.clarifiers.gaps import GapCandidate, GapInventory, all_gaps, asked_keys, open_gaps
-from tasks.domains.api import DomainContext
+from tasks.clarifiers.gaps import all_gaps, asked_keys, open_gaps
+from tasks.domain_context import DomainContext, GapCandidate, GapInventory
 from tasks.episodes.records import QUESTION_PREFIX, USER_PREFIX, AgentAction, AgentView, Protocol, TranscriptRow
 from tasks.errors import InputError
 from tasks.llm.records import RoleFailure

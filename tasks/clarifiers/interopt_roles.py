@@ -30,9 +30,9 @@ from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema, model_validat
 
 from tasks.clarifiers import alignment
 from tasks.clarifiers.alignment import CHOICE_PICK, D_REPLY, USER_PREFIX_RE, is_non_answer
-from tasks.clarifiers.gaps import GapCandidate, GapInventory, all_gaps
+from tasks.clarifiers.gaps import all_gaps
 from tasks.clarifiers.ledger import MAX_NEW_PER_TURN, GapRow, GapUpdate, normalise
-from tasks.domains.api import DomainContext
+from tasks.domain_context import DomainContext, GapCandidate, GapInventory
 from tasks.episodes.records import PublicTurn
 from tasks.roles.base import RoleSpec
 from tasks.roles.registry import ROLES

@@ -29,8 +29,7 @@ from tasks.clarifiers.freeqa import (
     run_agent_role,
     view_fields,
 )
-from tasks.clarifiers.gaps import GapInventory
-from tasks.domains.api import DomainContext
+from tasks.domain_context import DomainContext, GapInventory
 from tasks.domains.optimization.gaps import OBJECTIVE_CUE
 from tasks.episodes.records import READY_MARKER, AgentAction, AgentView, Protocol
 from tasks.roles.base import RoleSpec

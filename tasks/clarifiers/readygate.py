@@ -24,7 +24,7 @@ from tasks.clarifiers.base import BaseAgent, MethodContext, method
 from tasks.clarifiers.choice import ChoiceAgent
 from tasks.clarifiers.freeqa import parse_options
 from tasks.clarifiers.gaps import open_gaps
-from tasks.domains.api import DomainContext
+from tasks.domain_context import DomainContext
 from tasks.episodes.records import AgentAction, AgentView, Protocol, TranscriptRow
 from tasks.llm.records import RoleFailure
 from tasks.roles.base import RoleSpec

@@ -20,9 +20,8 @@ from collections.abc import Sequence
 import numpy as np
 
 from tasks.construction import HIDEABLE_KINDS
-from tasks.domains.api import Eligibility
 from tasks.llm.embeddings import encode
-from tasks.records import Unit
+from tasks.records import Eligibility, Unit
 from tasks.roles.slot_hit import ENTITY_HEADS, content_words
 
 IMPLIED_SIMILARITY = 0.55

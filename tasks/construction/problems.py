@@ -2,7 +2,7 @@
 
 Two sources: the project's samples (``data/samples/optimization/problems.jsonl``: free text, decomposed by the
 ``decomposer`` role), and OR-Clarify TOML files, whose full ``problem_units`` are taken as an already decomposed
-complete problem (so the published cases can be re-constructed).
+complete problem (so the published cases can be re-constructed; ``tasks.domains.or_toml.load_problems_from_toml``).
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ class ProblemRecord(NonBlankText):
     blank_text_error = "problem text is empty"
 
 
-def _check_unique(problems: list[ProblemRecord], path: Path) -> None:
+def check_unique(problems: list[ProblemRecord], path: Path) -> None:
     seen: dict[str, int] = {}
     for i, problem in enumerate(problems, start=1):
         if problem.problem_id in seen:
@@ -44,19 +44,7 @@ def load_problem_samples(path: Path) -> list[ProblemRecord]:
     from tasks.construction import UNIT_KINDS
 
     problems = store.read_jsonl(path, ProblemRecord)
-    _check_unique(problems, path)
+    check_unique(problems, path)
     for i, problem in enumerate(problems, start=1):
         check_units(problem.units, kinds=UNIT_KINDS, path=path, record=f"{i} ({problem.problem_id})")
-    return problems
-
-
-def load_problems_from_toml(folder: Path) -> list[ProblemRecord]:
-    """Every OR-Clarify case in ``folder`` as a complete problem: all its units, visible and hidden."""
-    from tasks.domains.or_toml import read_cases
-
-    problems = [
-        ProblemRecord(problem_id=case.case_id, text=case.full_text, units=list(case.units))
-        for case in read_cases(folder)
-    ]
-    _check_unique(problems, folder)
     return problems

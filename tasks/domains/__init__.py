@@ -10,39 +10,26 @@ that package (or module) exists in this folder and is not one of the :data:`HELP
 
 from __future__ import annotations
 
-import re
 import sys
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
-from tasks.caching import RunStats
-from tasks.domains.api import Domain, DomainContext, Eligibility
+from tasks.domain_context import DomainContext
+from tasks.domains.api import ConstructResult, Domain
 from tasks.errors import DomainError
-from tasks.records import Case
+from tasks.records import DOMAIN_NAME, Eligibility
 from tasks.registry import Registry
 
-__all__ = ["DOMAINS", "HELPERS", "NAME", "ConstructResult", "Domain", "DomainContext", "Eligibility", "domain_context",
+__all__ = ["DOMAINS", "HELPERS", "ConstructResult", "Domain", "DomainContext", "Eligibility", "domain_context",
            "domain_names", "get_domain", "module_name"]
 
-NAME = re.compile(r"\A[a-z][a-z0-9_]{1,39}\Z")
-r"""A domain name: a Python identifier in lower case (it names a module, a params key, folders and DVC stages).
-``\A``/``\Z``, not ``^``/``$``: ``$`` also matches before a trailing newline."""
 HELPERS = frozenset({"api", "units", "or_toml", "template"})
 """Modules in this package that are not domains."""
 FOLDER = Path(__file__).parent
 
 
-@dataclass
-class ConstructResult:
-    cases: list[Case]
-    metrics: dict[str, Any]
-    stats: RunStats = field(default_factory=RunStats)
-
-
 def module_name(name: str) -> str | None:
     """The module that defines domain ``name``, or None when there is none."""
-    if NAME.match(name) and name not in HELPERS and ((FOLDER / f"{name}.py").is_file()
+    if DOMAIN_NAME.match(name) and name not in HELPERS and ((FOLDER / f"{name}.py").is_file()
                                                      or (FOLDER / name / "__init__.py").is_file()):
         return f"tasks.domains.{name}"
     return None

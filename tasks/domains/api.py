@@ -34,18 +34,19 @@ cut into typed units (what ``python -m flows.new_domain`` scaffolds).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel
 
-from tasks.records import Unit
+from tasks.caching import RunStats
+from tasks.domain_context import JudgeHints
+from tasks.records import Case, Eligibility, Unit
 
 if TYPE_CHECKING:
-    from tasks.clarifiers.gaps import GapInventory
-    from tasks.domains import ConstructResult
+    from tasks.domain_context import GapInventory
 
 Evaluation = Literal["episodes", "questions"]
 """``episodes``: clarifiers play the OR-Clarify loop against the simulated user over Case records and the judge
@@ -71,20 +72,6 @@ class Taxonomy:
             raise ValueError(f"hideable kinds not in the taxonomy: {', '.join(unknown)}")
 
 
-@dataclass(frozen=True)
-class JudgeHints:
-    """How the judges (and reports) should read this domain's cases."""
-
-    subject: str
-    """What the brief is, e.g. "an optimisation problem" (LLM judge prompts say "... about {subject}")."""
-    deliverable: str
-    """What the agent builds once READY, e.g. "an optimisation model" or "a SQL query"."""
-    core: str = ""
-    """What makes a slot core (P0/P1) in this domain, in one sentence."""
-    analyst: str = "an analyst"
-    """Who interviews the user, e.g. "an operations-research analyst" (agent and simulated-user prompts)."""
-
-
 OPTIMIZATION_HINTS = JudgeHints(
     subject="an optimisation problem", deliverable="an optimisation model", analyst="an operations-research analyst",
     core="P0 changes the problem, its feasible set, the objective or the decision entity; P1 leaves the model "
@@ -93,32 +80,11 @@ OPTIMIZATION_HINTS = JudgeHints(
 """The optimisation domain's hints (``tasks.domains.optimization``)."""
 
 
-@dataclass(frozen=True)
-class DomainContext:
-    """The domain one episode evaluation plays in, as one value: built once where the evaluation starts
-    (:func:`tasks.domains.domain_context`) and handed down to the episode loop, the methods (``MethodContext.domain``)
-    and every role call they make.
-
-    Every role prompt sees ``hints`` as ``domain`` (``{{ domain.analyst }}``, ``{{ domain.subject }}``,
-    ``{{ domain.deliverable }}``), so the agents, the simulated user and the judges of an analytics episode talk about
-    a data-analysis request, not an optimisation model."""
-
-    name: str
-    hints: JudgeHints
-    gaps: GapInventory
-    """What the local agent backends ask from."""
-    user_aspects: Mapping[str, tuple[str, ...]] = field(default_factory=dict, hash=False)
-    """``Domain.user_aspects``: per unit kind, how questions about it are put (the simulated user's matching)."""
-
-
-class Eligibility(BaseModel):
-    """The filter's verdict on one unit: may it be hidden, and why (kept in ``extra.construction``)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    unit_id: str
-    eligible: bool
-    reason: str
+@dataclass
+class ConstructResult:
+    cases: list[Case]
+    metrics: dict[str, Any]
+    stats: RunStats = field(default_factory=RunStats)
 
 
 @runtime_checkable

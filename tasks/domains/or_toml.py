@@ -25,6 +25,7 @@ from pydantic import ValidationError
 
 from tasks import store
 from tasks.construction import SEVERITIES, UNIT_KINDS
+from tasks.construction.problems import ProblemRecord, check_unique
 from tasks.errors import InputError
 from tasks.records import Brief, Case, CaseMetadata, HiddenSlot, Unit
 
@@ -260,6 +261,16 @@ def read_cases(folder: Path | str) -> list[Case]:
         seen[case.case_id] = path
         cases.append(case)
     return cases
+
+
+def load_problems_from_toml(folder: Path) -> list[ProblemRecord]:
+    """Every OR-Clarify case in ``folder`` as a complete problem: all its units, visible and hidden."""
+    problems = [
+        ProblemRecord(problem_id=case.case_id, text=case.full_text, units=list(case.units))
+        for case in read_cases(folder)
+    ]
+    check_unique(problems, folder)
+    return problems
 
 
 # ---- writer ---------------------------------------------------------------------------------------------------------

@@ -16,7 +16,8 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from tasks.domains.api import JudgeHints, Severity, Taxonomy
+from tasks.domain_context import JudgeHints
+from tasks.domains.api import Severity, Taxonomy
 from tasks.domains.units import KindGapInventory, UnitConstructParams, UnitDomain
 from tasks.records import Unit
 

@@ -30,12 +30,12 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from tasks import caching, records, store
 from tasks.caching import RunStats
 from tasks.cluster import ClusterParams, fan_out
-from tasks.domains import ConstructResult
-from tasks.domains.api import Eligibility, Evaluation, JudgeHints, Severity, Taxonomy
+from tasks.domain_context import JudgeHints
+from tasks.domains.api import ConstructResult, Evaluation, Severity, Taxonomy
 from tasks.errors import InputError
 from tasks.limits import MAX_TEXT_CHARS
 from tasks.params import RUNNER_KEYS, SPLIT_KEYS, FanOutParams, SplitParams, check_hidden_range, section
-from tasks.records import SAFE_ID, Brief, Case, CaseMetadata, HiddenSlot, NonBlankText, Unit, check_units
+from tasks.records import SAFE_ID, Brief, Case, CaseMetadata, Eligibility, HiddenSlot, NonBlankText, Unit, check_units
 
 SEVERITIES = ("P0", "P1", "P2")
 
@@ -526,7 +526,7 @@ class KindGapInventory:
                 for i, s in enumerate(segment(brief))] if brief.strip() else []
 
     def gaps(self, brief: str):
-        from tasks.clarifiers.gaps import GapCandidate
+        from tasks.domain_context import GapCandidate
 
         stated = {kind for kind, _ in self.stated(brief)}
         first = brief.strip().splitlines()[0][:200] if brief.strip() else ""
@@ -538,7 +538,7 @@ class KindGapInventory:
         )
 
     def facts(self, brief: str):
-        from tasks.clarifiers.gaps import BriefFacts
+        from tasks.domain_context import BriefFacts
 
         stated = {kind for kind, _ in self.stated(brief)}
         return BriefFacts(entities=[], time_unit=None, has_objective=self.goal_kind in stated, objective_hint="output",

@@ -1,4 +1,5 @@
-"""The agent <-> simulated-user loop of one clarification episode (OR-Clarify protocols Open, MC and MC-D).
+"""Typed records of a clarification episode (OR-Clarify protocols Open, MC and MC-D): what the agent sees, what it
+does, and what the run leaves behind. The loop that plays an episode is ``tasks.evaluation.episode_loop``.
 
 The names below load their module on first use (PEP 562), so importing the package runs none of its modules."""
 
@@ -9,7 +10,6 @@ from typing import TYPE_CHECKING
 from tasks.lazy_exports import lazy_exports
 
 _HOME = {
-    "run_episode": "loop",
     "FIRST_MESSAGE": "records", "HIT_VALUE": "records", "PROTOCOLS": "records", "READY_MARKER": "records",
     "SEVERITY_WEIGHT": "records", "USER_PREFIX": "records", "AgentAction": "records", "AgentView": "records",
     "Episode": "records", "JudgeResult": "records", "Protocol": "records", "PublicTurn": "records",
@@ -36,11 +36,9 @@ __all__ = [
     "StoppingBehavior",
     "TranscriptRow",
     "public_turns",
-    "run_episode",
 ]
 
 if TYPE_CHECKING:
-    from tasks.episodes.loop import run_episode
     from tasks.episodes.records import (
         FIRST_MESSAGE,
         HIT_VALUE,

@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict
 from tasks.episodes.records import Episode, JudgeResult
 
 if TYPE_CHECKING:
-    from tasks.domains.api import DomainContext
+    from tasks.domain_context import DomainContext
     from tasks.evaluation.runs import UnitResult
     from tasks.records import Case
 

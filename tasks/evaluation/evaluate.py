@@ -34,7 +34,7 @@ from tasks.roles.config import RolesParams
 
 if TYPE_CHECKING:
     from tasks.cluster import ClusterParams
-    from tasks.domains.api import DomainContext
+    from tasks.domain_context import DomainContext
 
 
 _METHODS: dict[str, Method] = {}
@@ -59,7 +59,7 @@ def play_unit(unit: Unit, case: Case, entry: MethodEntry, settings: EvalSettings
     A module-level function of picklable arguments, so Dask workers can run it (``client`` None = the process's
     default LLM client).
     """
-    from tasks.episodes.loop import run_episode
+    from tasks.evaluation.episode_loop import run_episode
     from tasks.evaluation.judge import judge_episodes
 
     store = episode_store(store_folder, refresh=refresh)  # a unit with a role failure is never stored

@@ -46,7 +46,7 @@ from tasks.roles.base import RoleSpec
 from tasks.roles.registry import ROLES
 
 if TYPE_CHECKING:
-    from tasks.domains.api import DomainContext
+    from tasks.domain_context import DomainContext
 
 Severity = Literal["P0", "P1", "P2"]
 CORE = ("P0", "P1")

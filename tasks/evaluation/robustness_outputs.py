@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from tasks.domains.api import DomainContext
+    from tasks.domain_context import DomainContext
     from tasks.evaluation.runs import EvalSettings, UnitResult
     from tasks.records import Case
     from tasks.roles.config import RolesParams

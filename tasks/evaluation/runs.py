@@ -195,11 +195,12 @@ def persona_of(settings: EvalSettings, name: str) -> Persona:
     return next(p for p in settings.personas if p.name == name)
 
 
-EPISODE_CODE = ("episodes", "clarifiers", "roles", "llm", "domains", "evaluation/judge.py", "records.py", "text.py",
-                "training/policy.py", "training/prompts.py")
-"""The code that plays and judges episodes (``tasks.caching.code_version`` of it keys the units): the loop, the
-methods, the roles, the LLM layer, the domains' gap inventories and hints, the judge, the text helpers the roles and
-domains share, and how a policy method generates; not the metrics, plots or report."""
+EPISODE_CODE = ("episodes", "evaluation/episode_loop.py", "clarifiers", "roles", "llm", "domains", "domain_context.py",
+                "evaluation/judge.py", "records.py", "text.py", "training/policy.py", "training/prompts.py")
+"""The code that plays and judges episodes (``tasks.caching.code_version`` of it keys the units): the episode records
+and loop, the methods, the roles, the LLM layer, the domains' gap inventories and hints (and the records they share,
+``domain_context.py``), the judge, the text helpers the roles and domains share, and how a policy method generates;
+not the metrics, plots or report."""
 
 
 def unit_key(unit: Unit, case: Case, entry: MethodEntry, settings: EvalSettings, roles: BaseModel, code: str) -> str:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
@@ -15,7 +15,9 @@ from tasks.rewards.config import NEUTRAL
 from tasks.rewards.intents import intent_clusters, same_intent
 
 if TYPE_CHECKING:
-    from tasks.rewards.staged import StagedReward
+    from tasks.rewards.config import RewardConfig
+    from tasks.rewards.judges import Judges
+    from tasks.rewards.weights import RelevanceWeights
 
 
 @dataclass
@@ -43,7 +45,20 @@ class StageOutcome:
     failures: int = 0
 
 
-StageFn = Callable[["StagedReward", Batch, Sequence[int]], dict[int, StageOutcome]]
+class StageReward(Protocol):
+    """What a stage reads from the reward that runs it (``tasks.rewards.staged.StagedReward``, which imports the
+    stages): its settings, its judges, the relevance weights and the recent generations' cache."""
+
+    cfg: RewardConfig
+    judges: Judges
+    relevance: RelevanceWeights
+
+    def cache_matrix(self) -> np.ndarray: ...
+
+    def cache_labels(self) -> list[str | None]: ...
+
+
+StageFn = Callable[[StageReward, Batch, Sequence[int]], dict[int, StageOutcome]]
 STAGES: Registry[StageFn] = Registry("reward stage")
 """Stage name -> its function, each registered where it is defined (``@STAGES.register("diversity")``)."""
 
@@ -53,7 +68,7 @@ def _flatten(batch: Batch, samples: Sequence[int]) -> tuple[list[int], list[str]
     return owners, [q for i in samples for q in batch.questions[i]]
 
 
-def _per_sample(reward: StagedReward, stage: str, samples: Sequence[int], owners: list[int],
+def _per_sample(reward: StageReward, stage: str, samples: Sequence[int], owners: list[int],
                 scores: list[float | None]) -> dict[int, StageOutcome]:
     """Mean of the per-question scores of each sample. A ``None`` (judge failure) is counted in ``failures`` and,
     under ``judge_failure: unscored``/``repair``, left out of the mean (a sample whose every question failed gets
@@ -74,7 +89,7 @@ def _per_sample(reward: StagedReward, stage: str, samples: Sequence[int], owners
 
 
 @STAGES.register("non_redundancy")
-def non_redundancy(reward: StagedReward, batch: Batch, samples: Sequence[int]) -> dict[int, StageOutcome]:
+def non_redundancy(reward: StageReward, batch: Batch, samples: Sequence[int]) -> dict[int, StageOutcome]:
     """1 − redundant/total: a question is redundant when the incomplete issue already answers it."""
     owners, questions = _flatten(batch, samples)
     flags = reward.judges.redundant(questions, [batch.incomplete[i] for i in owners]) if questions else []
@@ -83,7 +98,7 @@ def non_redundancy(reward: StagedReward, batch: Batch, samples: Sequence[int]) -
 
 
 @STAGES.register("answerability")
-def answerability(reward: StagedReward, batch: Batch, samples: Sequence[int]) -> dict[int, StageOutcome]:
+def answerability(reward: StageReward, batch: Batch, samples: Sequence[int]) -> dict[int, StageOutcome]:
     """answerable/total against the full issue plus hints."""
     owners, questions = _flatten(batch, samples)
     flags = reward.judges.answerable(questions, [batch.full[i] for i in owners], [batch.hints[i] for i in owners]) \
@@ -92,7 +107,7 @@ def answerability(reward: StagedReward, batch: Batch, samples: Sequence[int]) ->
 
 
 @STAGES.register("task_relevance")
-def task_relevance(reward: StagedReward, batch: Batch, samples: Sequence[int]) -> dict[int, StageOutcome]:
+def task_relevance(reward: StageReward, batch: Batch, samples: Sequence[int]) -> dict[int, StageOutcome]:
     """Mean category weight of the questions (``irrelevant`` = 0); an unknown label counts as a failure."""
     owners, _ = _flatten(batch, samples)
     keys = [key for i in samples for key in batch.label_keys(i, batch.questions[i])]
@@ -103,7 +118,7 @@ def task_relevance(reward: StagedReward, batch: Batch, samples: Sequence[int]) -
     return _per_sample(reward, "task_relevance", samples, owners, scores)
 
 
-def classify_questions(reward: StagedReward, batch: Batch, keys: Sequence[tuple[str, str]]) -> None:
+def classify_questions(reward: StageReward, batch: Batch, keys: Sequence[tuple[str, str]]) -> None:
     """Label the (question, incomplete issue) pairs not labelled yet, in one classifier call."""
     missing = list(dict.fromkeys(k for k in keys if k not in batch.labels))
     if missing:
@@ -111,7 +126,7 @@ def classify_questions(reward: StagedReward, batch: Batch, keys: Sequence[tuple[
                                 strict=True))
 
 
-def embed_questions(reward: StagedReward, batch: Batch, texts: Sequence[str]) -> None:
+def embed_questions(reward: StageReward, batch: Batch, texts: Sequence[str]) -> None:
     missing = list(dict.fromkeys(t for t in texts if t not in batch.vectors))
     if missing:
         batch.vectors.update(zip(missing, np.asarray(reward.judges.embed(missing), dtype=np.float32)))
@@ -122,7 +137,7 @@ def _matrix(batch: Batch, texts: Sequence[str]) -> np.ndarray:
 
 
 @STAGES.register("diversity")
-def diversity(reward: StagedReward, batch: Batch, samples: Sequence[int]) -> dict[int, StageOutcome]:
+def diversity(reward: StageReward, batch: Batch, samples: Sequence[int]) -> dict[int, StageOutcome]:
     """``intent`` mode: distinct intents / total, where an intent also met in a sibling completion or a cached
     recent generation does not count (see ``tasks.rewards.intents``). ``embedding`` mode: 1 − similar/total, a
     question being similar when its cosine with another question of the same completion, of a sibling completion
@@ -151,7 +166,7 @@ def diversity(reward: StagedReward, batch: Batch, samples: Sequence[int]) -> dic
     return out
 
 
-def _intent_diversity(reward: StagedReward, batch: Batch, samples: Sequence[int]) -> dict[int, StageOutcome]:
+def _intent_diversity(reward: StageReward, batch: Batch, samples: Sequence[int]) -> dict[int, StageOutcome]:
     params = reward.cfg.diversity
     thresholds = {"intent_threshold": params.intent_threshold, "similarity_threshold": params.similarity_threshold}
     classify_questions(reward, batch, [k for i in samples

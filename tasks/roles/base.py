@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from tasks.llm.records import RoleConfig, RoleFailure
 
 if TYPE_CHECKING:
-    from tasks.domains.api import DomainContext
+    from tasks.domain_context import DomainContext
 
 PROMPTS = Path(__file__).parent / "prompts"
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from tasks.domain_context import JudgeHints
 from tasks.domains.analytics import decompose, slots
-from tasks.domains.api import JudgeHints, Severity
+from tasks.domains.api import Severity
 from tasks.domains.units import UnitConstructParams, UnitDomain
 from tasks.records import Unit
 

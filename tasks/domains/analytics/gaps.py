@@ -22,7 +22,7 @@ import re
 from collections.abc import Sequence
 from functools import lru_cache
 
-from tasks.clarifiers.gaps import BriefFacts, GapCandidate
+from tasks.domain_context import BriefFacts, GapCandidate
 from tasks.domains.analytics.brief_schema import read_schema
 from tasks.domains.analytics.statements import stated_aspects
 

@@ -21,13 +21,12 @@ from typing import Any
 
 from tasks import records, store
 from tasks.construction import HIDEABLE_KINDS, UNIT_KINDS
-from tasks.construction.problems import ProblemRecord, load_problem_samples, load_problems_from_toml
-from tasks.domains import ConstructResult
-from tasks.domains.api import OPTIMIZATION_HINTS, Eligibility, Severity, Taxonomy
+from tasks.construction.problems import ProblemRecord, load_problem_samples
+from tasks.domains.api import OPTIMIZATION_HINTS, ConstructResult, Severity, Taxonomy
 from tasks.domains.units import SlotRequest, UnitDomain, build_unit_chunk
 from tasks.errors import InputError
 from tasks.params import OptimizationConstructParams
-from tasks.records import Unit
+from tasks.records import Eligibility, Unit
 
 BENCHMARK = "OR-Clarify"
 CONSTRUCTION_BACKEND = "rules: eligibility filter + seeded unit choice (roles named under roles.*)"
@@ -61,6 +60,8 @@ def load_problems(cfg: OptimizationConstructParams, root: Path) -> list[ProblemR
             raise InputError(path, "file not found (set construct.optimization.samples_path)")
         problems = load_problem_samples(path)
     else:
+        from tasks.domains.or_toml import load_problems_from_toml
+
         problems = load_problems_from_toml(path)
     return problems[: cfg.limit] if cfg.limit else problems
 

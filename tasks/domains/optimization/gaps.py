@@ -1,5 +1,5 @@
 """The optimisation gap inventory: formulation gaps an optimisation brief leaves open, as specific questions built
-from its entities (the protocol and records are ``tasks.clarifiers.gaps``).
+from its entities (the protocol and records are ``tasks.domain_context``).
 
 It reads only the public brief, finds the brief's entities (table rows, named items, resources) and its time unit,
 and proposes one gap per InterOPT gap category (or-clarify.md §6.1) that the brief does not already settle, each with
@@ -22,7 +22,7 @@ from collections import Counter
 from collections.abc import Sequence
 from functools import lru_cache
 
-from tasks.clarifiers.gaps import BriefFacts, GapCandidate
+from tasks.domain_context import BriefFacts, GapCandidate
 
 # The agents' own lexicon (issue 40): written from the OR-Clarify gap taxonomy (or-clarify.md §6.2: objective /
 # trade-off / success criterion; demand and fulfilment policy; integrality of the decisions), sharing no term with

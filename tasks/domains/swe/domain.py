@@ -20,18 +20,19 @@ from typing import Any, ClassVar
 
 from tqdm import tqdm
 
-from tasks import caching, categories, records, store
+from tasks import caching, categories, records, store, swe_samples, text
 from tasks.caching import RunStats
 from tasks.categories import Category
 from tasks.cluster import ClusterParams, fan_out
-from tasks.domains import ConstructResult
-from tasks.domains.api import Eligibility, JudgeHints, Severity, Taxonomy
+from tasks.domain_context import JudgeHints
+from tasks.domains.api import ConstructResult, Severity, Taxonomy
 from tasks.domains.swe import masking
-from tasks.domains.swe.samples import check_unique, load_samples
 from tasks.errors import InputError
 from tasks.params import RUNNER_KEYS, SPLIT_KEYS, SweConstructParams, section
-from tasks.records import Brief, Case, CaseMetadata, HiddenSlot, IssueRecord, SpanAnnotation, Unit
+from tasks.records import Brief, Case, CaseMetadata, Eligibility, HiddenSlot, IssueRecord, SpanAnnotation, Unit
 from tasks.roles.config import RolesParams, describe_roles
+from tasks.swe_samples import check_unique, load_samples
+from tasks.text import normalise_newlines
 
 BENCHMARK = "clarifyflow-swe"
 MASKING_BACKEND = "rules: span removal + fluency clean-up (no model)"
@@ -268,7 +269,7 @@ def issue_units(issue: IssueRecord) -> list[Unit]:
 def mask_issue(issue: IssueRecord, cfg: SweConstructParams) -> tuple[list[Case], Counter]:
     """All variants of one issue, plus counters of what was skipped and why."""
     notes: Counter = Counter()
-    text = masking.normalise_newlines(issue.text)
+    text = normalise_newlines(issue.text)
     pairs = span_pairs(issue)
     located, missing = masking.locate_all(text, pairs)
     notes["spans"] += len(pairs)
@@ -343,14 +344,14 @@ def mask_chunk(issues: list[dict], cfg: dict) -> dict:
     return {"cases": out, "notes": dict(notes)}
 
 
-_MODULES = (masking, records, categories)
+_MODULES = (masking, text, records, categories)
 
 
 def _prefect_tasks():
     from tasks.roles import annotator, base
 
-    load_task = caching.cached_task("swe-load-issues", modules=(store, records, masking, sys.modules[__name__]),
-                                    retries=0)(_load_for_cache)
+    load_task = caching.cached_task("swe-load-issues", modules=(store, records, masking, text, swe_samples,
+                                                              sys.modules[__name__]), retries=0)(_load_for_cache)
     annotate_task = caching.cached_task("swe-annotate-chunk",
                                         modules=(*caching.package_modules(annotator), base, records),
                                         retries=0)(annotate_chunk)

@@ -24,17 +24,15 @@ from dataclasses import dataclass
 
 from tasks.categories import ORDER, Category
 from tasks.errors import MaskingError
-from tasks.text import FENCE, markdown_heading, normalise_ws, split_spans, whitespace_pattern
+from tasks.text import FENCE, find_all, locate, markdown_heading, normalise_newlines, normalise_ws, split_spans
 
 LEAK_MIN_CHARS = 20
-PIECE_MIN_CHARS = 12
 
 _HEADING = markdown_heading()
 _LIST_MARKER = re.compile(r"^(\s*(?:[-*+>]|\d+[.)])(?:\s+|$))")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=\S)")
 _ALNUM = re.compile(r"[A-Za-z0-9]")
 _ELLIPSIS = re.compile(r"\.\.\.|…")
-_PIECES = re.compile(r"\.\.\.|…|\n")
 
 
 @dataclass(frozen=True)
@@ -48,31 +46,6 @@ class LocatedSpan:
 def fence_count(text: str) -> int:
     """Number of code-fence delimiter lines; an even count means every fence is closed."""
     return sum(1 for line in text.split("\n") if FENCE.match(line))
-
-
-def normalise_newlines(text: str) -> str:
-    return text.replace("\r\n", "\n").replace("\r", "\n")
-
-
-def find_all(text: str, span: str) -> list[tuple[int, int]]:
-    """Every occurrence of ``span`` in ``text``, any run of whitespace matching any other."""
-    pattern = whitespace_pattern(span)
-    return [(m.start(), m.end()) for m in pattern.finditer(text)] if pattern else []
-
-
-def locate(text: str, span: str) -> list[tuple[int, int]]:
-    """All occurrences of ``span`` in ``text``, matching any run of whitespace to any other.
-
-    A span quoted with an ellipsis ("first part ... last part") or stitched from non-adjacent lines is located
-    piece by piece (pieces shorter than 12 characters are ignored).
-    """
-    found = find_all(text, span)
-    if found:
-        return found
-    pieces = [p for p in _PIECES.split(span) if len(p.strip()) >= PIECE_MIN_CHARS]
-    if len(pieces) == 1 and pieces[0].strip() == span.strip():
-        return []
-    return sorted(iv for piece in pieces for iv in find_all(text, piece))
 
 
 def locate_all(

@@ -1,6 +1,7 @@
 """Embedded litellm custom providers: ``local/…`` (SmolLM2 from its wheel) and ``mock/…`` (scripted, for tests).
 
-``ensure_registered()`` adds them to ``litellm.custom_provider_map`` once, keeping any providers already there.
+``ensure_registered()`` adds them to ``litellm.custom_provider_map`` once, keeping any providers already there. The
+response both build is ``response.build_response``.
 """
 
 from __future__ import annotations
@@ -10,20 +11,6 @@ import threading
 EMBEDDED_PROVIDERS = ("local", "mock")
 _lock = threading.Lock()
 _registered = False
-
-
-def build_response(model: str, text: str, prompt_tokens: int, completion_tokens: int):
-    from litellm import ModelResponse
-    from litellm.types.utils import Choices, Message, Usage
-
-    return ModelResponse(
-        model=model,
-        choices=[Choices(index=0, finish_reason="stop", message=Message(role="assistant", content=text))],
-        usage=Usage(
-            prompt_tokens=prompt_tokens, completion_tokens=completion_tokens,
-            total_tokens=prompt_tokens + completion_tokens,
-        ),
-    )
 
 
 def ensure_registered() -> None:

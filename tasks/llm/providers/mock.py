@@ -21,7 +21,7 @@ from typing import Literal
 
 from litellm import CustomLLM
 
-from tasks.llm.providers import build_response
+from tasks.llm.providers.response import build_response
 
 Fault = Literal["rate_limit", "timeout", "server", "connection"]
 

@@ -13,7 +13,7 @@ import threading
 from litellm import CustomLLM
 
 from tasks.llm.loading import MODEL_LOAD_LOCK
-from tasks.llm.providers import build_response
+from tasks.llm.providers.response import build_response
 from tasks.llm.smollm2_weights import MODELS, convert
 
 

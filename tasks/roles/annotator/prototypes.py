@@ -95,7 +95,7 @@ def _prototype_texts() -> tuple[tuple[str, ...], tuple[int, ...]]:
         texts.extend(sentences)
         labels.extend([ORDER.index(cat)] * len(sentences))
     if SAMPLES.is_file():
-        from tasks.domains.swe.samples import load_samples
+        from tasks.swe_samples import load_samples
 
         for issue in load_samples(SAMPLES):
             for span in issue.spans or []:

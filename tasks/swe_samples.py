@@ -1,7 +1,7 @@
 """The project's annotated SWE issues (``data/samples/swe/issues.jsonl``): read and checked.
 
 Below both the SWE domain (its ``samples`` source) and the annotator role (its prototype sentences), so neither
-imports the other.
+imports the other and the role does not reach up into the domains.
 """
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from tasks import store
-from tasks.domains.swe import masking
 from tasks.errors import InputError
 from tasks.records import IssueRecord
+from tasks.text import locate, normalise_newlines
 
 
 def check_unique(issues: list[IssueRecord], path: Path) -> None:
@@ -31,9 +31,9 @@ def load_samples(path: Path) -> list[IssueRecord]:
     issues = store.read_jsonl(path, IssueRecord)
     check_unique(issues, path)
     for i, issue in enumerate(issues, start=1):
-        text = masking.normalise_newlines(issue.text)
+        text = normalise_newlines(issue.text)
         for j, span in enumerate(issue.spans or []):
-            if not masking.locate(text, span.text):
+            if not locate(text, span.text):
                 raise InputError(path, "span text does not occur in the issue text",
                                  record=f"line {i} ({issue.instance_id})", field=f"spans.{j}.text")
     return issues
