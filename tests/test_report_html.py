@@ -402,3 +402,39 @@ def test_the_report_opens_with_its_answer_and_where_it_comes_from(outputs):
     swe = by_stage["evaluate@swe"]
     assert swe[1:6] == ["weighted recovery", "ask_everything, grpo_policy", "0.7 [0.6, 0.8]", "2 of 3",
                         "oracle_template 1"]
+
+
+def test_the_frontier_and_persona_tables_reach_the_combined_report(outputs):
+    """Both kinds: the episode frontier / robustness JSON (WSS) and the SWE ones (recall, weighted recovery)."""
+    opt = {"questions": [0, 1, 2, 3], "rows": {
+        "open::freeqa": {"wss": [0, 0.25, 0.5, 0.5], "low": [0] * 4, "high": [1] * 4, "area": 0.3125,
+                         "area_ci": [0.1, 0.5], "questions": 2.0, "runs": 2},
+        "open::oracle": {"wss": [0, 1, 1, 1], "low": [0] * 4, "high": [1] * 4, "area": 0.75, "area_ci": [0.75, 0.75],
+                         "questions": 1.0, "runs": 2}}}
+    robust = {"personas": ["cooperative", "mistaken"], "source": "simulated user or_open_user: local rules",
+              "rows": {"open::freeqa": {
+                  "cooperative": {"WSS": 0.5, "CI95": {"WSS": [0.25, 0.75]}, "Received": 0.6},
+                  "mistaken": {"WSS": 0.25, "CI95": {"WSS": [0.0, 0.5]}, "WSSDrop": 0.25, "WSSDropCI95": [0.0, 0.5],
+                               "Received": 0.3, "CorrectionRate": 0.5}}}}
+    swe = {"questions": [0, 1, 2], "y": "hidden-category recall", "rows": {
+        "evpi": {"recall": [0, 0.5, 0.75], "low": [0] * 3, "high": [1] * 3, "area": 0.4167, "area_ci": [0.2, 0.6],
+                 "questions": 2.0, "cases": 2, "reference": False}}}
+    swe_robust = {"personas": ["cooperative", "terse"], "source": "simulated user swe_user: local rules", "rows": {
+        "evpi": {"cooperative": {"weighted_recovery": 0.6, "CI95": {"weighted_recovery": [0.4, 0.8]},
+                                 "facts_received": 0.5},
+                 "terse": {"weighted_recovery": 0.6, "CI95": {"weighted_recovery": [0.4, 0.8]}, "drop": 0.0,
+                           "drop_CI95": [0.0, 0.0], "facts_received": 0.1}}}}
+    _write(outputs, "data/eval/optimization/frontier.json", opt)
+    _write(outputs, "data/eval/optimization/robustness.json", robust)
+    _write(outputs, "data/eval/swe/frontier.json", swe)
+    _write(outputs, "data/eval/swe/robustness.json", swe_robust)
+    tables = markdown_tables(render_markdown(build_report("T", inputs_for(outputs))))
+    frontiers = [t for t in tables if t[0][:2] == ["row", "questions"] and t[0][-1] == "area [95%]"]
+    assert frontiers[0][0][2:5] == ["WSS@1", "WSS@2", "WSS@3"] and frontiers[1][0][2:4] == ["recall@1", "recall@2"]
+    assert frontiers[0][1] == ["open::freeqa", "2.00", "0.250", "0.500", "0.500", "0.312 [0.100, 0.500]"]
+    assert frontiers[0][2][0] == "open::oracle (reference)"  # a reference row of the stage metrics
+    personas = [t for t in tables if t[0][:2] == ["row", "persona"]]
+    assert personas[0][0][2] == "WSS" and personas[1][0][2] == "weighted recovery"
+    assert personas[0][2] == ["open::freeqa", "mistaken", "0.250 [0.000, 0.500]", "0.250 [0.000, 0.500]", "0.300",
+                              "0.500"]
+    assert personas[1][2] == ["evpi", "terse", "0.600 [0.400, 0.800]", "0.000 [0.000, 0.000]", "0.100", "–"]

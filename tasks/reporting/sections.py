@@ -483,6 +483,10 @@ def eval_section(inputs: ReportInputs, used: set[str], domain: str) -> Section:
         extra += [Table(cost_table.HEADER, costs, caption=cost_table.TITLE), Text(cost_table.NOTE, kind="note")]
     elif costs := cost_table.swe_summary_cost_rows(summary):
         extra += [Table(cost_table.SWE_HEADER, costs, caption=cost_table.TITLE), Text(cost_table.SWE_NOTE, kind="note")]
+    from tasks.reporting.persona_section import persona_blocks
+
+    extra += persona_blocks(inputs.json(f"{base}/frontier.json"), inputs.json(f"{base}/robustness.json"),
+                            set(reference), str((data or {}).get("backend", "unspecified")))
     extra += _figures(inputs, base, _slug(stage), stage)
     if inputs.exists(f"{base}/report.md"):
         extra.append(Text(f"The evaluation's own report, with every table: {base}/report.md.", kind="note"))
