@@ -63,7 +63,7 @@ def cost_rows(summary: Mapping[str, Any]) -> list[list[str]]:
         for key in sorted(rows, key=lambda k: (order.get(k.split("::")[0], 99), k.split("::", 1)[-1])):
             row = rows[key]
             if isinstance(row, dict) and "TotalTokens" in row:
-                out.append([f"`{key}{mark}`", *[_cell(row.get(name), digits) for name, digits in FIELDS]])
+                out.append([f"{key}{mark}", *[_cell(row.get(name), digits) for name, digits in FIELDS]])
     return out
 
 
