@@ -173,7 +173,7 @@ def test_the_pipeline_report_shows_the_cost_table(evaluation, tmp_path):
     section = eval_section(ReportInputs(metrics={}, root=tmp_path), set(), "optimization")
     [table] = [b for b in section.blocks if getattr(b, "caption", "") == "Cost and efficiency"]
     assert table.header[0] == "protocol::method" and "score / $" in table.header
-    assert {row[0] for row in table.rows} == set( evaluation["summary"]["rows"])
+    assert {row[0] for row in table.rows} == set(evaluation["summary"]["rows"])
     usd = table.header.index("est. cost (USD)")
     for row in table.rows:
         assert float(row[usd]) == pytest.approx(evaluation["summary"]["rows"][row[0]]["EstimatedCostUSD"],
