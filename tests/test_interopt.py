@@ -266,9 +266,12 @@ def test_factories_build_methods_with_the_fixed_attributes():
 
 def test_choice_interopt_asks_bound_questions_by_priority_and_ends_ready():
     agent = new_agent()
-    actions, _ = drive(agent, pick("A"))
+    actions, transcript = drive(agent, pick("A"))
     asks = [a for a in actions if a.kind == "ask"]
-    assert actions[-1].kind == "ready" and len(asks) == len(R.all_gaps(OPTIMIZATION, BRIEF))
+    # every gap of the brief, and the link the first confirmed one revealed (Dry cider - Apple juice)
+    revealed = R.revealed_gaps(OPTIMIZATION, BRIEF, transcript)
+    assert [g.key for g in revealed] == ["relation:dry cider|apple juice"]
+    assert actions[-1].kind == "ready" and len(asks) == len(R.all_gaps(OPTIMIZATION, BRIEF)) + 1
     assert "optimise" in asks[0].question and "Maximise the total profit" in asks[0].options.values()
     assert all(sorted(a.options) == ["A", "B", "C"] for a in asks)
     assert len({a.question for a in asks}) == len(asks)
@@ -393,10 +396,12 @@ def asked(actions):
 
 
 def test_without_stage1_the_transcript_reading_reasks_and_skips_what_the_ledger_would_track():
-    actions = {name: drive(new_agent(name), ABLATION_USER)[0] for name in ("interopt", "interopt_wo_stage1")}
+    runs = {name: drive(new_agent(name), ABLATION_USER) for name in ("interopt", "interopt_wo_stage1")}
+    actions = {name: run[0] for name, run in runs.items()}
     full, wo1 = asked(actions["interopt"]), asked(actions["interopt_wo_stage1"])
-    # the ledger asks every gap once, whatever the reply
-    assert len(full) == len(set(full)) == len(R.all_gaps(OPTIMIZATION, BRIEF))
+    # the ledger asks every gap once, whatever the reply (and the gap search adds the ones the replies reveal)
+    transcript = runs["interopt"][1]
+    assert len(full) == len(set(full)) == len(R.stage1_gaps(OPTIMIZATION, BRIEF, transcript))
     assert sum("Apple juice that the request" in q for q in full) == 1
     # without it: the reply about Dry cider leaves Sweet cider open (asked again, narrower), and the Apple juice
     # limit stated in passing is never asked
@@ -424,8 +429,10 @@ def test_open_without_stage1_reasks_unconfirmed_points_that_interopt_asks_once()
     full = asked(drive(new_agent(protocol="open"), say(NEEDS_CONFIRMATION), protocol="open")[0])
     agent = new_agent("interopt_wo_stage1", protocol="open")
     wo1 = asked(drive(agent, say(NEEDS_CONFIRMATION), protocol="open")[0])
-    assert len(full) == len(R.all_gaps(OPTIMIZATION, BRIEF)) and len(wo1) == 2 * len(full)
-    assert sum(q.startswith("For now, may I assume") for q in wo1) == len(full)
+    gaps = R.all_gaps(OPTIMIZATION, BRIEF)
+    checks = [g for g in gaps if g.category in R.ASSUMPTION_CATEGORIES]  # Stage 2's readiness review, once each
+    assert len(full) == len(gaps) + len(checks) and len(wo1) == 2 * len(gaps)
+    assert sum(q.startswith("For now, may I assume") for q in wo1) == len(gaps)
     assert agent.counters()["gap_search_calls"] == 0
 
 
@@ -594,10 +601,11 @@ def test_aligned_mode_reasks_after_i_dont_have_that_information_where_interopt_m
 
 def test_aligned_mode_reasks_a_limit_answered_for_another_entity():
     agent = new_agent("interopt_aligned")
-    actions, _ = drive(agent, ABLATION_USER)
+    actions, transcript = drive(agent, ABLATION_USER)
     row = agent.ledger.find("Limits or rules on Sweet cider are not stated.")
     assert row.ask_count == 2 and agent.counters()["gap_reask_count"] == 1
-    assert len(asked(actions)) == len(R.all_gaps(OPTIMIZATION, BRIEF)) + 1
+    revealed = R.revealed_gaps(OPTIMIZATION, BRIEF, transcript)
+    assert len(asked(actions)) == len(R.all_gaps(OPTIMIZATION, BRIEF)) + len(revealed) + 1
 
 
 def test_aligned_mode_sends_a_premature_ready_back_once(tmp_path):
@@ -649,7 +657,8 @@ def test_cost_aware_stops_earlier_when_replies_do_not_settle_anything():
     assert stop["replies_settled"] == 0 and all(v <= 0.75 for v in stop["values"].values())
     cheap = new_agent("interopt_cost_aware", question_cost=0.0, question_budget=50)
     cheap_actions, _ = drive(cheap, unanswered)
-    assert sum(a.kind == "ask" for a in cheap_actions) >= n_full  # free questions: never stops for cost
+    # free questions: never stops for cost, so it asks every gap (the full method adds its readiness checks)
+    assert sum(a.kind == "ask" for a in cheap_actions) >= len(R.all_gaps(OPTIMIZATION, BRIEF))
 
 
 # ---- open InterOPT ------------------------------------------------------------------------------------------------
@@ -662,7 +671,12 @@ def test_open_interopt_asks_single_questions_once_each_and_stops_with_a_confiden
     actions, _ = drive(agent, say(NEEDS_CONFIRMATION), protocol="open")
     asks = [a.question for a in actions if a.kind == "ask"]
     assert actions[-1].kind == "ready" and 0.0 <= actions[-1].confidence < 0.5
-    assert len(set(asks)) == len(asks) == len(R.all_gaps(OPTIMIZATION, BRIEF))  # non-answers never make it loop
+    gaps = R.all_gaps(OPTIMIZATION, BRIEF)
+    checks = [g for g in gaps if g.category in R.ASSUMPTION_CATEGORIES]
+    # non-answers never make it loop: each gap once, then one assumption check each for the goal and the demand
+    # policy (Stage 2's readiness review), then READY
+    assert len(set(asks)) == len(asks) == len(gaps) + len(checks)
+    assert all(q.startswith("For now, may I assume") for q in asks[len(gaps):])
     assert all(len(split_questions(q)) == 1 for q in asks) and not any(a.options for a in actions)
     assert "optimise" in asks[0]
     c = agent.counters()

@@ -163,7 +163,8 @@ def _sentence_core(description: str) -> str:
 def template_for(inventory: GapInventory, row: GapRow, brief: str) -> GapCandidate:
     """The inventory gap with this description, else a per-category question about the description."""
     by_description = {normalise(g.description): g for g in all_gaps(inventory, brief)}
-    found = by_description.get(normalise(row.description))
+    found = by_description.get(normalise(row.description)) or sibling_by_description(inventory, brief,
+                                                                                      row.description)
     if found is not None:
         return found
     question = (f"Which goal should the plan optimise, given that {_sentence_core(row.description)}?"
@@ -299,13 +300,152 @@ def settled_by_transcript(gap: GapCandidate, transcript: Sequence[PublicTurn], a
                                                for qa in qa_pairs(transcript))
 
 
+# ---- Stage 1's reading of the replies: gaps a reply reveals ------------------------------------------------------
+
+FOLLOWUP_KINDS = {"limit": 3, "relation": 2}
+"""The inventory gaps whose confirmation reveals sibling gaps (a rule on one entity, a link between two), and at most
+how many siblings one confirming reply reveals."""
+EMPTY_REPLY = re.compile(r"^\s*(no\b|none\b|nothing\b|not really\b|there (is|are) no\b)|\bindependent\b|"
+                         r"\bno (extra|other|further|additional|special) (rule|limit|link)", re.I)
+"""A reply that says there is nothing of the asked kind (the agent's own words for "no rule here")."""
+EMPTY_OPTION = "C"
+"""The limit and relation gaps offer "no extra rule" / "independent" as option C."""
+
+
+def _kind(gap: GapCandidate) -> str:
+    return gap.key.partition(":")[0]
+
+
+def _names(gap: GapCandidate) -> list[str]:
+    """The entity names a limit or relation gap is about, as its key holds them (lower case)."""
+    return gap.key.partition(":")[2].split("|")
+
+
+def _group_of(inventory: GapInventory, brief: str, name: str) -> list[str]:
+    facts = inventory.facts(brief)
+    for group in facts.groups:
+        if any(e.lower() == name for e in group):
+            return list(group)
+    return list(facts.entities)
+
+
+def _renamed(gap: GapCandidate, old: Sequence[str], new: Sequence[str]) -> GapCandidate:
+    """The same gap about other entities: each old name (matched case-insensitively) replaced by the new one."""
+    def sub(text: str) -> str:
+        for i, name in sorted(enumerate(old), key=lambda t: -len(t[1])):
+            text = re.sub(re.escape(name), f"\x00{i}\x00", text, flags=re.I)
+        return re.sub(r"\x00(\d+)\x00", lambda m: new[int(m.group(1))], text)
+
+    kind = _kind(gap)
+    return gap.model_copy(update={"key": f"{kind}:{'|'.join(n.lower() for n in new)}",
+                                  "description": sub(gap.description), "question": sub(gap.question),
+                                  "options": {k: sub(v) for k, v in gap.options.items()}})
+
+
+def sibling_gaps(inventory: GapInventory, brief: str, gap: GapCandidate) -> list[GapCandidate]:
+    """The gaps of the same kind about the entities listed with the gap's own: a limit on each other member of its
+    group, or a link between each member of the pair and each other member of the group (group order)."""
+    if _kind(gap) not in FOLLOWUP_KINDS:
+        return []
+    names = _names(gap)
+    group = _group_of(inventory, brief, names[0])
+    by_lower = {e.lower(): e for e in group}
+    if any(n not in by_lower for n in names):
+        return []
+    others = [e for e in group if e.lower() not in names]
+    if _kind(gap) == "limit":
+        return [_renamed(gap, [by_lower[names[0]]], [e]) for e in others]
+    a, b = by_lower[names[0]], by_lower[names[1]]
+    return [_renamed(gap, [a, b], pair) for e in others for pair in ([a, e], [b, e])]
+
+
+def sibling_by_description(inventory: GapInventory, brief: str, description: str) -> GapCandidate | None:
+    """A reply-revealed gap of this brief with this description (for a ledger row that came from one)."""
+    wanted = normalise(description)
+    for gap in all_gaps(inventory, brief):
+        for sibling in sibling_gaps(inventory, brief, gap):
+            if normalise(sibling.description) == wanted:
+                return sibling
+    return None
+
+
+def confirms_rule(qa: QA) -> bool:
+    """The reply to a limit or relation question says a rule of that kind exists: a picked option other than the
+    "no extra rule" one, or a free answer (D comment, open reply) that is neither a non-answer, nor a pointer back to
+    the request, nor a "no"."""
+    if qa.non_answer:
+        return False
+    if qa.choice in ("A", "B", "C"):
+        return qa.choice != EMPTY_OPTION
+    return not (alignment.AS_IN_REQUEST.match(qa.answer) or EMPTY_REPLY.search(qa.answer))
+
+
+def revealed_gaps(inventory: GapInventory, brief: str, transcript: Sequence[PublicTurn]) -> list[GapCandidate]:
+    """Stage 1's reading of the replies (or-clarify.md §6.2: the search reads the transcript; its space covers
+    entity coverage and relations): a reply that confirms a rule on one entity, or a link between two, reveals the
+    same question about the entities listed with them, which the brief alone did not put in the inventory: at most
+    three limits or two links per confirming reply (:data:`FOLLOWUP_KINDS`), in the group's order. Only the brief's
+    own gaps reveal siblings (a revealed gap does not reveal further ones), so the search stays bounded."""
+    known = {g.key for g in all_gaps(inventory, brief)}
+    found: list[GapCandidate] = []
+    pool = list(all_gaps(inventory, brief))
+    for qa in qa_pairs(transcript):
+        q = normalise(qa.question)
+        gap = next((g for g in pool if any(normalise(v) == q for v in gap_question_variants(g))), None)
+        if gap is None or _kind(gap) not in FOLLOWUP_KINDS or not confirms_rule(qa):
+            continue
+        fresh = []
+        for sibling in sibling_gaps(inventory, brief, gap):
+            names = _names(sibling)
+            if sibling.key in known or f"{_kind(sibling)}:{'|'.join(reversed(names))}" in known:
+                continue
+            fresh.append(sibling)
+            known.add(sibling.key)
+            if len(fresh) == FOLLOWUP_KINDS[_kind(gap)]:
+                break
+        found += fresh
+    return found
+
+
+def stage1_gaps(inventory: GapInventory, brief: str, transcript: Sequence[PublicTurn]) -> list[GapCandidate]:
+    """What the local Stage 1 searches: the brief's inventory, then the gaps the replies revealed."""
+    return all_gaps(inventory, brief) + revealed_gaps(inventory, brief, transcript)
+
+
 def inventory_new_gaps(inventory: GapInventory, brief: str, transcript: Sequence[PublicTurn],
                        ledger: Sequence[GapRow]) -> list[GapCandidate]:
-    """Inventory gaps not yet in the ledger (by description) and not settled by the transcript."""
+    """Stage 1 gaps (the inventory and the reply-revealed ones) not yet in the ledger (by description) and not settled
+    by the transcript."""
     known = {normalise(r.description) for r in ledger}
     asked = asked_texts(transcript)
-    return [g for g in all_gaps(inventory, brief)
+    return [g for g in stage1_gaps(inventory, brief, transcript)
             if normalise(g.description) not in known and not settled_by_transcript(g, transcript, asked)]
+
+
+# ---- Stage 2's readiness review: assumptions a reply left unconfirmed ---------------------------------------------
+
+ASSUMPTION_CATEGORIES = ("objective", "hard_soft_policy")
+"""What the readiness review will not leave to a silent assumption: the goal, and whether a requirement is hard or
+soft (the first two items of the agent's published priority; each gets one narrower check)."""
+
+def unconfirmed_assumptions(inventory: GapInventory, brief: str, transcript: Sequence[PublicTurn]
+                            ) -> list[GapCandidate]:
+    """What the Stage 2 agent's clarification states still list as unresolved once no gap is left to search
+    (or-clarify.md §6.3: ASK while an unresolved assumption could change the objective or the rules; free candidates
+    when no OPEN gap remains): a gap of the objective or of a hard/soft policy (:data:`ASSUMPTION_CATEGORIES`) whose
+    question got a non-answer, and whose narrower assumption check was not asked yet. Objective first."""
+    pairs = qa_pairs(transcript)
+    asked = asked_texts(transcript)
+    out = []
+    for gap in stage1_gaps(inventory, brief, transcript):
+        if gap.category not in ASSUMPTION_CATEGORIES:
+            continue
+        if any(normalise(narrow_question(gap, p)) in asked for p in ("open", "mc_d")):
+            continue
+        own = normalise(gap.question)
+        if any(normalise(qa.question) == own and qa.non_answer for qa in pairs):
+            out.append(gap)
+    return sorted(out, key=lambda g: category_rank(g.category))
 
 
 RULE_FAMILY = {"constraint_set": "rules", "hard_soft_policy": "rules", "feasible_rule": "rules"}
@@ -472,8 +612,19 @@ def _free_rows(inventory: GapInventory, brief: str, transcript: Sequence[PublicT
                    created_turn=1, updated_turn=1, ask_count=asks) for g, asks in found]
 
 
+def _assumption_rows(inventory: GapInventory, brief: str, transcript: Sequence[PublicTurn]) -> list[GapRow]:
+    """Free rows (bound to NONE) for the assumption checks of :func:`unconfirmed_assumptions`; ``ask_count`` 1 makes
+    their question the narrower re-ask."""
+    return [GapRow(gap_id="NONE", category=g.category, description=g.description, evidence_quote=g.evidence_quote,
+                   created_turn=1, updated_turn=1, ask_count=1)
+            for g in unconfirmed_assumptions(inventory, brief, transcript)]
+
+
 def candidate_local(inp: CandidateInput, domain: DomainContext) -> CandidateOutput:
-    rows = _ranked(inp.open_gaps or _free_rows(domain.gaps, inp.brief, inp.transcript, inp.ledger))
+    free = [] if inp.open_gaps else _free_rows(domain.gaps, inp.brief, inp.transcript, inp.ledger)
+    if not inp.open_gaps and inp.ledger:  # the readiness review: no READY while its states list such an assumption
+        free += _assumption_rows(domain.gaps, inp.brief, inp.transcript)
+    rows = _ranked(inp.open_gaps or free)
     unresolved = [r.description for r in rows]
     state = build_state(domain.gaps, inp.brief, inp.transcript, unresolved)
     if not rows:
@@ -700,7 +851,7 @@ def unsettled_inventory(inventory: GapInventory, brief: str, transcript: Sequenc
     """Inventory gaps whose question (or a narrower variant) was never asked: each gap is asked at most once, so a
     reply that only says the point needs confirmation does not make the search loop on it."""
     asked = asked_texts(transcript)
-    return [g for g in all_gaps(inventory, brief) if not settled_by_transcript(g, transcript, asked)]
+    return [g for g in stage1_gaps(inventory, brief, transcript) if not settled_by_transcript(g, transcript, asked)]
 
 
 def to_open_gap(g: GapCandidate, status: SourceStatus = "not stated") -> OpenGap:
@@ -781,13 +932,19 @@ def open_candidate_local(inp: OpenCandidateInput, domain: DomainContext) -> Open
                        key=lambda t: category_rank(t.gap.category))
         own = [to_open_gap(t.gap, "partially answered" if t.asks else "not stated") for t in found[:5]]
         guidance = OpenGapSearchOutput(search_summary="own reading of the request", ready_to_model=not own, gaps=own)
+    elif guidance.ready_to_model or not guidance.gaps:  # the readiness review (as the choice agent's)
+        checks = unconfirmed_assumptions(domain.gaps, inp.brief, inp.transcript)
+        if checks:
+            guidance = OpenGapSearchOutput(search_summary="Unconfirmed assumptions: " + "; ".join(
+                g.description for g in checks), ready_to_model=False,
+                gaps=[to_open_gap(g, "partially answered") for g in checks[:5]])
     gaps = list(guidance.gaps)
     if guidance.ready_to_model or not gaps:
         return OpenCandidateOutput(decision="READY", formulatable_confidence=open_confidence(inp.transcript, 0),
                                    confidence_rationale="No material gap is left unasked.",
                                    summary=compose_summary(domain.gaps, inp.brief, inp.transcript, []))
     asked = asked_texts(inp.transcript)
-    inventory = {g.key: g for g in all_gaps(domain.gaps, inp.brief)}
+    inventory = {g.key: g for g in stage1_gaps(domain.gaps, inp.brief, inp.transcript)}
     candidates: list[OpenCandidate] = []
     for rank, gap in enumerate(sorted(gaps, key=lambda g: category_rank(g.category))[:3]):
         question = gap.direct_question
