@@ -379,7 +379,7 @@ class _FailingSlotJudge(MethodContext):
 
 def test_role_failures_mark_the_run_judge_failed(bakery):
     e = episode("bakery", [(REFERENCE["H1"], 1, R)], ready_summary="x")
-    [j] = J.judge_episodes(bakery, [e], _FailingSlotJudge())
+    [j] = J.judge_episodes(bakery, [e], _FailingSlotJudge(domain=OPTIMIZATION_CONTEXT))
     assert j.judge_failed and [s.hit for s in j.slot_scores] == ["no", "no", "no"]
     assert "slot_hit_judge invalid_output" in j.summary
     assert j.rule_based_status == "premature_stop" and not j.all_slot_exact
