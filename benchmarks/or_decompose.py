@@ -40,14 +40,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tasks.construction.decompose import (  # noqa: E402
+from tasks.domains.optimization.decompose import (  # noqa: E402
     DecomposeInput,
     Segment,
     classify,
     local_batch,
     similarities,
 )
-from tasks.domains.or_toml import read_cases  # noqa: E402
+from tasks.domains.optimization.or_toml import read_cases  # noqa: E402
 from tasks.records import Case, Unit  # noqa: E402
 
 DEFAULT_DATA = ROOT.parent / "shared" / "data" / "or-clarify"

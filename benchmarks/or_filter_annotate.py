@@ -52,8 +52,8 @@ def _ratio(num: float, den: float) -> float:
 
 
 def filter_rows(cases) -> list[dict]:
-    from tasks.construction import HIDEABLE_KINDS
-    from tasks.construction.eligibility import eligibility
+    from tasks.domains.optimization.eligibility import eligibility
+    from tasks.domains.optimization.vocabulary import HIDEABLE_KINDS
 
     rows = []
     for ci, case in enumerate(cases):
@@ -83,7 +83,7 @@ def filter_figures(rows: list[dict]) -> dict:
 
 
 def annotate_rows(cases) -> list[dict]:
-    from tasks.construction.annotate import SPEC, SlotAnnotateInput
+    from tasks.domains.optimization.annotate import SPEC, SlotAnnotateInput
     from tasks.llm.records import RoleConfig
     from tasks.roles.base import run_role
     from tasks.roles.slot_hit import SPEC as HIT_SPEC
@@ -174,7 +174,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "out" / "or_filter_annotate.json")
     args = parser.parse_args(argv)
 
-    from tasks.domains.or_toml import read_cases
+    from tasks.domains.optimization.or_toml import read_cases
 
     cases = read_cases(args.data)
     f_rows = filter_rows(cases)

@@ -48,7 +48,7 @@ TURNS = [
 
 def role_messages(n: int, start: int = 0) -> list[list[dict]]:
     """``n`` distinct requests (turn numbers ``start + 1 ...``): no two measurements send the same prompt."""
-    from tasks.clarifiers.base import OPTIMIZATION_CONTEXT
+    from tasks.domains.optimization.context import OPTIMIZATION_CONTEXT
     from tasks.roles.question_detector import SPEC as spec
 
     return [spec.messages(spec.input_model(turn=f"{TURNS[i % len(TURNS)]} (turn {i + 1})"), OPTIMIZATION_CONTEXT)

@@ -133,7 +133,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", default=str(ROOT / "benchmarks" / "out" / "slot_hit_fidelity.json"))
     args = parser.parse_args(argv)
 
-    from tasks.domains.or_toml import read_cases
+    from tasks.domains.optimization.or_toml import read_cases
     from tasks.llm.records import RoleConfig
     from tasks.roles.base import run_role
     from tasks.roles.slot_hit import SPEC

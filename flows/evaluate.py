@@ -142,7 +142,7 @@ def prepare_episodes(root, params_path, cfg, domain: str):
     return root, cfg, settings, cases
 
 
-def evaluate(domain: str = "optimization", params: str = "params.yaml", out: str | None = None,
+def evaluate(domain: str, params: str = "params.yaml", out: str | None = None,
              runner: str | None = None, refresh_cache: bool = False) -> dict:
     """The flow body: dispatch on the domain's evaluation kind (``refresh_cache``: no unit from the store)."""
     from tasks.store import repo_root

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tasks.clarifiers.base import OPTIMIZATION_CONTEXT
+from tasks.domains.optimization.context import OPTIMIZATION_CONTEXT
 from tasks.llm.records import RoleConfig
 from tasks.roles.base import run_role
 

@@ -14,7 +14,9 @@ from tests.conftest import ROOT, python
 
 CONSTRUCTION = ("tasks.domains.analytics.decompose", "tasks.domains.analytics.slots",
                 "tasks.domains.analytics.entities", "tasks.domains.analytics.domain", "tasks.domains.units",
-                "tasks.domains.optimization.domain", "tasks.domains.swe.masking", "tasks.construction")
+                "tasks.domains.optimization.domain", "tasks.domains.optimization.decompose",
+                "tasks.domains.optimization.eligibility", "tasks.domains.optimization.annotate",
+                "tasks.domains.swe.masking", "tasks.construction")
 """The code that typed the request's units and chose what to hide (the decomposer, rubrics, eligibility, masking)."""
 AGENTS = ("tasks.clarifiers.freeqa", "tasks.clarifiers.orpilot", "tasks.clarifiers.choice",
           "tasks.clarifiers.readygate", "tasks.clarifiers.interopt", "tasks.clarifiers.interopt_roles")

@@ -102,7 +102,7 @@ def repo(tmp_path, monkeypatch, swe_cases) -> Path:
     """dvc.yaml, tiny params, the samples, and earlier outputs of every stage a case could touch."""
     import tomllib
 
-    from tasks.domains.or_toml import case_from_toml
+    from tasks.domains.optimization.or_toml import case_from_toml
 
     root = tmp_path / "repo"
     shutil.copytree(ROOT / "data" / "samples", root / "data" / "samples")
@@ -501,7 +501,7 @@ def test_swebench_dataset_is_refused(tmp_path, name):
 
 
 def test_toml_with_unknown_schema_version_is_never_rewritten(tmp_path):
-    from tasks.domains.or_toml import read_case
+    from tasks.domains.optimization.or_toml import read_case
 
     path = tmp_path / "case.toml"
     path.write_text(toml_with('"0.3"', '"9.9"'))
@@ -514,7 +514,7 @@ def test_toml_with_unknown_schema_version_is_never_rewritten(tmp_path):
 def test_eval_cases_with_visible_and_hidden_unit_are_refused(tmp_path):
     import tomllib
 
-    from tasks.domains.or_toml import case_from_toml
+    from tasks.domains.optimization.or_toml import case_from_toml
     from tasks.evaluation.runs import load_cases
 
     case = case_from_toml(tomllib.loads(GOOD_TOML), Path("toy.toml")).model_dump(mode="json")

@@ -1,7 +1,7 @@
 """The clarification agents read the public brief and transcript only: no agent module imports the code that chose
-what a case hides (the construction's eligibility, masking and annotation in ``tasks/construction/``, the CLARITI
-masking) or the simulated user that holds the hidden facts, neither directly (lazily inside a function included) nor
-through what it imports."""
+what a case hides (the unit machinery in ``tasks/construction/``, the optimisation domain's decomposer, eligibility,
+annotation and problem loading in ``tasks/domains/optimization/``, the CLARITI masking) or the simulated user that
+holds the hidden facts, neither directly (lazily inside a function included) nor through what it imports."""
 
 from __future__ import annotations
 
@@ -13,7 +13,13 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 AGENTS = ROOT / "tasks" / "clarifiers"
-FORBIDDEN = ("tasks.construction", "tasks.domains.swe.masking", "tasks.roles.or_user")
+CONSTRUCTION = ("tasks.construction", "tasks.domains.units", "tasks.domains.optimization.domain",
+                "tasks.domains.optimization.decompose", "tasks.domains.optimization.eligibility",
+                "tasks.domains.optimization.annotate", "tasks.domains.optimization.problems",
+                "tasks.domains.optimization.or_toml")
+"""What chose and recorded what a case hides (the optimisation gap inventory and vocabulary in the same folder are
+the agents' own)."""
+FORBIDDEN = (*CONSTRUCTION, "tasks.domains.swe.masking", "tasks.roles.or_user")
 
 
 def imported_names(source: str) -> set[str]:
@@ -36,12 +42,12 @@ def forbidden(names: set[str]) -> set[str]:
 
 
 def test_the_scan_sees_direct_lazy_and_dynamic_imports():
-    source = ("from tasks.construction.eligibility import eligible\n"
+    source = ("from tasks.domains.optimization.eligibility import eligible\n"
               "def f():\n    from tasks.domains.swe import masking\n    import importlib\n"
               "    return importlib.import_module('tasks.roles.or_user')\n")
-    assert forbidden(imported_names(source)) == {"tasks.construction.eligibility",
-                                                 "tasks.construction.eligibility.eligible", "tasks.domains.swe.masking",
-                                                 "tasks.roles.or_user"}
+    assert forbidden(imported_names(source)) == {
+        "tasks.domains.optimization.eligibility", "tasks.domains.optimization.eligibility.eligible",
+        "tasks.domains.swe.masking", "tasks.roles.or_user"}
 
 
 def test_no_agent_module_imports_the_hidden_choice_or_the_hidden_facts():

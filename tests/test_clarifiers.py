@@ -11,6 +11,7 @@ import time
 import pytest
 
 from tasks.clarifiers.base import MethodContext, get_method, method_names, reference_of
+from tasks.domains.optimization.context import OPTIMIZATION_CONTEXT
 from tasks.episodes.records import FIRST_MESSAGE, USER_PREFIX, AgentView, TranscriptRow
 from tasks.errors import InputError
 from tasks.llm.records import RoleConfig, RoleFailure
@@ -19,6 +20,11 @@ from tasks.roles.or_user import NEEDS_CONFIRMATION
 from tasks.roles.question_detector import split_questions
 from tests.role_round_trip import local_example, run_with_llm
 from tests.test_registry import import_every_role
+
+
+def opt_ctx(**kw) -> MethodContext:
+    """A method context in the optimisation domain (given explicitly: a MethodContext has no default domain)."""
+    return MethodContext(domain=OPTIMIZATION_CONTEXT, **kw)
 
 import_every_role()  # the role specs register where they are defined; a test run alone must not depend on another
 
@@ -91,14 +97,14 @@ def llm_ctx(tmp_path, **roles):
 
     configs = {name: RoleConfig(backend="llm", model=model, max_retries=0, max_regenerations=1)
                for name, model in roles.items()}
-    return MethodContext(roles=RolesParams(**configs), client=LLMClient(CallCache(tmp_path / "calls.sqlite")))
+    return opt_ctx(roles=RolesParams(**configs), client=LLMClient(CallCache(tmp_path / "calls.sqlite")))
 
 
 # ---- FreeQA -------------------------------------------------------------------------------------------------------
 
 
 def test_freeqa_asks_one_specific_question_per_turn_never_repeats_and_ends_ready():
-    agent = get_method("freeqa").new_agent("bakery_001", BRIEF, "open", seed=0, ctx=MethodContext())
+    agent = get_method("freeqa").new_agent("bakery_001", BRIEF, "open", seed=0, ctx=opt_ctx())
     actions, _ = drive(agent, lambda t, a: open_reply(t, ANSWERS[(t - 1) % len(ANSWERS)]))
     questions = [a.question for a in actions if a.kind == "ask"]
     assert actions[-1].kind == "ready" and len(questions) >= 4
@@ -112,14 +118,14 @@ def test_freeqa_asks_one_specific_question_per_turn_never_repeats_and_ends_ready
 
 
 def test_freeqa_stops_after_the_user_keeps_saying_it_needs_confirmation():
-    agent = get_method("freeqa").new_agent("bakery_001", BRIEF, "open", seed=0, ctx=MethodContext())
+    agent = get_method("freeqa").new_agent("bakery_001", BRIEF, "open", seed=0, ctx=opt_ctx())
     actions, _ = drive(agent, lambda t, a: open_reply(t, NEEDS_CONFIRMATION))
     assert [a.kind for a in actions] == ["ask", "ask", "ask", "ready"]
     assert "Still unconfirmed" in actions[-1].summary
 
 
 def test_freeqa_declares_ready_at_the_last_turn():
-    agent = get_method("freeqa").new_agent("bakery_001", BRIEF, "open", seed=0, ctx=MethodContext())
+    agent = get_method("freeqa").new_agent("bakery_001", BRIEF, "open", seed=0, ctx=opt_ctx())
     actions, _ = drive(agent, lambda t, a: open_reply(t, ANSWERS[0]), max_turns=2)
     assert [a.kind for a in actions] == ["ask", "ready"]
 
@@ -137,7 +143,7 @@ def test_agent_role_failure_is_an_invalid_action(tmp_path):
 
 @pytest.mark.parametrize("protocol", ["mc", "mc_d"])
 def test_choice_agents_ask_with_exactly_three_distinct_options(protocol):
-    agent = get_method(protocol).new_agent("bakery_001", BRIEF, protocol, seed=0, ctx=MethodContext())
+    agent = get_method(protocol).new_agent("bakery_001", BRIEF, protocol, seed=0, ctx=opt_ctx())
     actions, _ = drive(agent, lambda t, a: choice_reply(t, "A"), protocol=protocol)
     asks = [a for a in actions if a.kind == "ask"]
     assert actions[-1].kind == "ready" and len(asks) >= 4
@@ -156,17 +162,17 @@ def test_mc_d_follows_up_a_d_comment_that_does_not_settle_the_point_once():
             return choice_reply(turn, "D", "Seeded rye sells out on Fridays.")
         return choice_reply(turn, "A")
 
-    mc_d = get_method("mc_d").new_agent("bakery_001", BRIEF, "mc_d", seed=0, ctx=MethodContext())
+    mc_d = get_method("mc_d").new_agent("bakery_001", BRIEF, "mc_d", seed=0, ctx=opt_ctx())
     asks = [a.question for a in drive(mc_d, reply, protocol="mc_d")[0] if a.kind == "ask"]
     follow_ups = [q for q in asks if q.startswith("Even if it is not final yet")]
     assert len(follow_ups) == 1 and asks.index(follow_ups[0]) == asks.index(next(
         q for q in asks if "rule on Sourdough loaf" in q)) + 1
     # under MC there is no D comment to read: the same agent asks one question fewer
-    mc = get_method("mc").new_agent("bakery_001", BRIEF, "mc", seed=0, ctx=MethodContext())
+    mc = get_method("mc").new_agent("bakery_001", BRIEF, "mc", seed=0, ctx=opt_ctx())
     mc_asks = [a.question for a in drive(mc, lambda t, a: choice_reply(t, "A"), protocol="mc")[0] if a.kind == "ask"]
     assert mc_asks == [q for q in asks if q not in follow_ups]
     # a D comment that settles the point is not followed up
-    settled = get_method("mc_d").new_agent("bakery_001", BRIEF, "mc_d", seed=0, ctx=MethodContext())
+    settled = get_method("mc_d").new_agent("bakery_001", BRIEF, "mc_d", seed=0, ctx=opt_ctx())
     calm = [a.question for a in drive(settled, lambda t, a: choice_reply(
         t, "D", "Sourdough loaf is capped at 30 batches a week.") if "on Sourdough loaf" in a.question
         else choice_reply(t, "A"), protocol="mc_d")[0] if a.kind == "ask"]
@@ -207,7 +213,7 @@ def test_a_valid_llm_choice_question_passes_through(tmp_path):
 def _covered_transcript():
     """A transcript where the inner MC-D agent has asked each gap category once: it is about to stop, although
     two constraint gaps (limits on Seeded rye and Brioche) were never asked."""
-    agent = get_method("mc_d").new_agent("bakery_001", BRIEF, "mc_d", seed=0, ctx=MethodContext())
+    agent = get_method("mc_d").new_agent("bakery_001", BRIEF, "mc_d", seed=0, ctx=opt_ctx())
     actions, transcript = drive(agent, lambda t, a: choice_reply(t, "A"), protocol="mc_d")
     assert actions[-1].kind == "ready"
     return transcript
@@ -220,7 +226,7 @@ def test_readygate_blocks_a_premature_ready_and_the_agent_asks_the_named_gap():
     transcript = _covered_transcript()
     pending = [g for g in open_gaps(OPTIMIZATION, BRIEF, transcript) if g.category == "constraint_set"]
     assert pending, "the inner agent stopped with constraint gaps unasked"
-    agent = get_method("readygate").new_agent("bakery_001", BRIEF, "mc_d", seed=0, ctx=MethodContext())
+    agent = get_method("readygate").new_agent("bakery_001", BRIEF, "mc_d", seed=0, ctx=opt_ctx())
     action = agent.act(view(transcript, protocol="mc_d"))
     assert action.kind == "ask" and action.question == pending[0].question
     assert sorted(action.options) == ["A", "B", "C"]
@@ -233,9 +239,9 @@ def test_readygate_blocks_a_premature_ready_and_the_agent_asks_the_named_gap():
 
 
 def test_readygate_passes_once_nothing_blocking_is_left():
-    agent = get_method("readygate").new_agent("bakery_001", BRIEF, "mc_d", seed=0, ctx=MethodContext())
+    agent = get_method("readygate").new_agent("bakery_001", BRIEF, "mc_d", seed=0, ctx=opt_ctx())
     actions, _ = drive(agent, lambda t, a: choice_reply(t, "A"), protocol="mc_d")
-    plain, _ = drive(get_method("mc_d").new_agent("bakery_001", BRIEF, "mc_d", seed=0, ctx=MethodContext()),
+    plain, _ = drive(get_method("mc_d").new_agent("bakery_001", BRIEF, "mc_d", seed=0, ctx=opt_ctx()),
                      lambda t, a: choice_reply(t, "A"), protocol="mc_d")
     assert actions[-1].kind == "ready"
     assert len(actions) == len(plain) + 2, "two extra constraint questions after two BLOCKs"
@@ -315,7 +321,7 @@ def test_orpilot_normalises_raw_replies(message, kind, text):
 def test_orpilot_interviews_then_confirms_then_completes():
     method = get_method("orpilot")
     assert method.uses_detector is False and method.protocols == ("open",)
-    agent = method.new_agent("bakery_001", BRIEF, "open", seed=0, ctx=MethodContext())
+    agent = method.new_agent("bakery_001", BRIEF, "open", seed=0, ctx=opt_ctx())
     actions, _ = drive(agent, lambda t, a: open_reply(t, ANSWERS[t - 1]))
     asks = [a for a in actions if a.kind == "ask"]
     assert actions[-1].kind == "ready" and len(asks) >= 5
@@ -378,9 +384,9 @@ def test_oracle_asks_every_slot_reference_question_then_ready(protocol):
     method = get_method("oracle")
     assert reference_of("oracle").kind == "privileged"
     with pytest.raises(KeyError, match="bind_cases"):
-        method.new_agent(case.case_id, BRIEF, protocol, seed=0, ctx=MethodContext())
+        method.new_agent(case.case_id, BRIEF, protocol, seed=0, ctx=opt_ctx())
     method.bind_cases({case.case_id: case})
-    agent = method.new_agent(case.case_id, BRIEF, protocol, seed=3, ctx=MethodContext())
+    agent = method.new_agent(case.case_id, BRIEF, protocol, seed=3, ctx=opt_ctx())
     actions, _ = drive(agent, lambda t, a: open_reply(t, "Yes.") if protocol == "open" else choice_reply(t, "A"),
                        protocol=protocol)
     asks = [a for a in actions if a.kind == "ask"]
@@ -401,7 +407,7 @@ def test_ready_now_is_ready_at_turn_one_and_a_default_reference_row():
     from tasks.clarifiers.base import reference_of
     from tests.conftest import ROOT
 
-    action = get_method("ready_now").new_agent("bakery_001", BRIEF, "mc", seed=0, ctx=MethodContext()).act(view())
+    action = get_method("ready_now").new_agent("bakery_001", BRIEF, "mc", seed=0, ctx=opt_ctx()).act(view())
     assert action.kind == "ready" and action.summary == BRIEF.strip()
     for domain in ("optimization", "analytics"):
         methods = yaml.safe_load((ROOT / "params.yaml").read_text())["evaluate"][domain]["methods"]
@@ -454,14 +460,14 @@ def test_policy_asks_its_list_in_chunks_generates_once_per_brief_then_ready():
 
     fake = FakePolicy()
     method = PolicyMethod("policy", EpisodePolicyOptions(questions_per_turn=2), loader=lambda: fake)
-    agent = method.new_agent("bakery_001", BRIEF, "open", seed=0, ctx=MethodContext())
+    agent = method.new_agent("bakery_001", BRIEF, "open", seed=0, ctx=opt_ctx())
     actions, _ = drive(agent, lambda t, a: open_reply(t, "Yes."))
     assert [a.kind for a in actions] == ["ask", "ask", "ready"]
     assert actions[0].question == ("1. Should the plan maximise weekly profit?\n"
                                    "2. Must every shop order be met in full?")
     assert len(split_questions(actions[0].question)) == 2
     assert actions[1].question == "Is there a limit on brioche batches?"
-    again = method.new_agent("bakery_001", BRIEF, "open", seed=1, ctx=MethodContext())
+    again = method.new_agent("bakery_001", BRIEF, "open", seed=1, ctx=opt_ctx())
     drive(again, lambda t, a: open_reply(t, "Yes."))
     assert fake.calls == 1 and method.generations == 1
 
@@ -492,7 +498,7 @@ def test_policy_episode_through_the_loop():
     from tasks.evaluation.episode_loop import run_episode
 
     method = PolicyMethod("policy", EpisodePolicyOptions(), loader=FakePolicy)
-    episode = run_episode(bakery_case(), method, "open", repeat=1, seed=0, max_turns=20, ctx=MethodContext())
+    episode = run_episode(bakery_case(), method, "open", repeat=1, seed=0, max_turns=20, ctx=opt_ctx())
     assert episode.ready and episode.protocol_failure is None
     assert [t.question for t in episode.question_turns] == ["Should the plan maximise weekly profit?",
                                                             "Must every shop order be met in full?",
@@ -503,7 +509,7 @@ def test_policy_episode_through_the_loop():
 @pytest.mark.slow
 def test_policy_with_the_base_model_writes_questions():
     method = get_method("policy", options={"adapter": None, "max_new_tokens": 64})
-    agent = method.new_agent("bakery_001", BRIEF, "open", seed=0, ctx=MethodContext())
+    agent = method.new_agent("bakery_001", BRIEF, "open", seed=0, ctx=opt_ctx())
     first = agent.act(view())
     assert first.kind in {"ask", "ready"}
     assert method.generations == 1 and isinstance(method.questions(BRIEF), list)
@@ -561,7 +567,7 @@ def test_episode_with_local_backends(name, protocol):
     method = get_method(name)
     if hasattr(method, "bind_cases"):
         method.bind_cases({case.case_id: case})
-    episode = run_episode(case, method, protocol, repeat=1, seed=0, max_turns=20, ctx=MethodContext())
+    episode = run_episode(case, method, protocol, repeat=1, seed=0, max_turns=20, ctx=opt_ctx())
     assert episode.protocol_failure is None and episode.ready
     questions = [t.question for t in episode.question_turns]
     assert len(set(questions)) == len(questions)
@@ -595,7 +601,7 @@ def test_episode_with_local_backends(name, protocol):
 def test_local_methods_on_published_cases(name, protocol):
     from pathlib import Path
 
-    from tasks.domains.or_toml import read_cases
+    from tasks.domains.optimization.or_toml import read_cases
     from tasks.evaluation.episode_loop import run_episode
     from tests.conftest import SHARED
 
@@ -604,7 +610,7 @@ def test_local_methods_on_published_cases(name, protocol):
     if hasattr(method, "bind_cases"):
         method.bind_cases({c.case_id: c for c in cases})
     for case in cases:
-        episode = run_episode(case, method, protocol, repeat=1, seed=0, max_turns=20, ctx=MethodContext())
+        episode = run_episode(case, method, protocol, repeat=1, seed=0, max_turns=20, ctx=opt_ctx())
         assert episode.protocol_failure is None and episode.ready, case.case_id
         questions = [t.question for t in episode.question_turns]
         assert questions and len(set(questions)) == len(questions), case.case_id

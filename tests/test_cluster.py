@@ -77,7 +77,7 @@ def test_the_readme_dask_address_example_gives_the_serial_metrics(tmp_path, pref
     from prefect import flow
 
     from tasks import prefect_server
-    from tasks.clarifiers.base import OPTIMIZATION_CONTEXT
+    from tasks.domains.optimization.context import OPTIMIZATION_CONTEXT
     from tasks.evaluation.evaluate import play
     from tasks.evaluation.metrics import summarise
     from tasks.evaluation.runs import EvalSettings, episode_store, load_cases

@@ -1,13 +1,13 @@
 """No shared vocabulary between what hides and what finds (issue 40 item 6): the local OR agents read a brief with
 their own lexicon (tasks/domains/optimization/gaps.py ``*_CUE``), which shares no term with the decomposer's cue
-lists (tasks/construction/decompose.py ``CUES``) that type the units the construction hides."""
+lists (tasks/domains/optimization/decompose.py ``CUES``) that type the units the construction hides."""
 
 from __future__ import annotations
 
 import re
 
-from tasks.construction.decompose import CUES
 from tasks.domains.optimization import gaps
+from tasks.domains.optimization.decompose import CUES
 
 FUNCTION_WORDS = frozenset({"the", "and", "one", "ing", "not", "are", "can", "any", "all", "has", "have"})
 """Grammar, not vocabulary: articles, auxiliaries, and the suffix group "(?:e|ed|ing)" a regex spells out."""

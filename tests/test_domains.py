@@ -7,10 +7,11 @@ from __future__ import annotations
 import pytest
 
 from tasks import domains
-from tasks.clarifiers.base import OPTIMIZATION_CONTEXT
 from tasks.domain_context import DomainContext
 from tasks.domains import domain_context, domain_names, get_domain, module_name
-from tasks.domains.api import OPTIMIZATION_HINTS, Domain, check_domain
+from tasks.domains.api import Domain, check_domain
+from tasks.domains.optimization.context import OPTIMIZATION_CONTEXT
+from tasks.domains.optimization.vocabulary import OPTIMIZATION_HINTS
 from tasks.errors import DomainError, InputError
 from tasks.params import SweConstructParams
 from tasks.records import Case

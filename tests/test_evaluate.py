@@ -13,8 +13,15 @@ from pathlib import Path
 
 import pytest
 
-from tasks.clarifiers.base import OPTIMIZATION_CONTEXT
+from tasks.domains.optimization.context import OPTIMIZATION_CONTEXT
 from tests.conftest import ROOT, RUN_TIMEOUT_S, SHARED, python, tiny_params, write_params
+
+
+def opt_ctx(**kw):
+    """A method context in the optimisation domain (given explicitly: a MethodContext has no default domain)."""
+    from tasks.clarifiers.base import MethodContext
+
+    return MethodContext(domain=OPTIMIZATION_CONTEXT, **kw)
 
 DRIVER = ROOT / "tests" / "eval_driver.py"
 OR_CASES = SHARED / "data" / "or-clarify"
@@ -56,7 +63,7 @@ def _headline(summary: dict) -> dict:
 
 def test_the_agent_never_sees_hidden_information():
     """Every view an agent gets carries only the brief and the public transcript."""
-    from tasks.clarifiers.base import BaseAgent, MethodContext
+    from tasks.clarifiers.base import BaseAgent
     from tasks.episodes.records import AgentAction
     from tasks.evaluation.episode_loop import run_episode
 
@@ -76,7 +83,7 @@ def test_the_agent_never_sees_hidden_information():
             return Spy()
 
     case = _case()
-    episode = run_episode(case, SpyMethod(), "open", repeat=1, seed=0, max_turns=5, ctx=MethodContext())
+    episode = run_episode(case, SpyMethod(), "open", repeat=1, seed=0, max_turns=5, ctx=opt_ctx())
     assert episode.ready and episode.turn_count == 2 and episode.atomic_questions == 1
     hidden_texts = [s.simulator_answer for s in case.hidden_slots] + [u.content for u in case.units[2:]]
     first = seen[0].model_dump_json()
@@ -89,7 +96,7 @@ def test_the_agent_never_sees_hidden_information():
 
 
 def test_choice_questions_without_three_distinct_options_are_protocol_failures():
-    from tasks.clarifiers.base import BaseAgent, MethodContext
+    from tasks.clarifiers.base import BaseAgent
     from tasks.episodes.records import AgentAction
     from tasks.evaluation.episode_loop import run_episode
 
@@ -103,7 +110,7 @@ def test_choice_questions_without_three_distinct_options_are_protocol_failures()
         def new_agent(self, case_id, brief, protocol, *, seed, ctx):
             return Two()
 
-    episode = run_episode(_case(), TwoMethod(), "mc_d", repeat=1, seed=0, max_turns=5, ctx=MethodContext())
+    episode = run_episode(_case(), TwoMethod(), "mc_d", repeat=1, seed=0, max_turns=5, ctx=opt_ctx())
     assert episode.protocol_failure is not None and episode.protocol_failure.type == "agent_format_invalid"
     assert not episode.ready and episode.transcript == []
 

@@ -8,12 +8,18 @@ import time
 
 import pytest
 
-from tasks.clarifiers.base import OPTIMIZATION_CONTEXT, MethodContext
+from tasks.clarifiers.base import MethodContext
+from tasks.domains.optimization.context import OPTIMIZATION_CONTEXT
 from tasks.episodes.records import Episode, QuestionTurn, SilentAssumption, SlotScore, StoppingBehavior, TranscriptRow
 from tasks.evaluation import judge as J
 from tasks.evaluation import metrics as M
 from tasks.llm.records import RoleFailure
 from tasks.records import Case
+
+
+def opt_ctx(**kw) -> MethodContext:
+    """A method context in the optimisation domain (given explicitly: a MethodContext has no default domain)."""
+    return MethodContext(domain=OPTIMIZATION_CONTEXT, **kw)
 
 # ---- a small case of our own --------------------------------------------------------------------------------------
 
@@ -298,7 +304,7 @@ def bakery() -> dict[str, Case]:
 
 
 def _judge(bakery, *episodes, **kw):
-    return J.judge_episodes(bakery, list(episodes), MethodContext(), **kw)
+    return J.judge_episodes(bakery, list(episodes), opt_ctx(), **kw)
 
 
 def test_reference_questions_earn_yes_with_their_turn(bakery):
@@ -373,7 +379,7 @@ class _FailingSlotJudge(MethodContext):
 
 def test_role_failures_mark_the_run_judge_failed(bakery):
     e = episode("bakery", [(REFERENCE["H1"], 1, R)], ready_summary="x")
-    [j] = J.judge_episodes(bakery, [e], _FailingSlotJudge())
+    [j] = J.judge_episodes(bakery, [e], _FailingSlotJudge(domain=OPTIMIZATION_CONTEXT))
     assert j.judge_failed and [s.hit for s in j.slot_scores] == ["no", "no", "no"]
     assert "slot_hit_judge invalid_output" in j.summary
     assert j.rule_based_status == "premature_stop" and not j.all_slot_exact
@@ -516,7 +522,7 @@ def test_gx_gates_accept_good_frames_and_reject_broken_ones(runs):
 def test_local_session_judge_on_the_published_cases():
     """READY at once restating the brief: no silent assumption; restating one hidden fact: that slot is flagged;
     asking every slot's first reference question: every slot is hit and nothing is silent."""
-    from tasks.domains.or_toml import read_cases
+    from tasks.domains.optimization.or_toml import read_cases
     from tasks.roles.slot_hit import rubric_from_slot
     from tests.conftest import SHARED
 
@@ -531,7 +537,7 @@ def test_local_session_judge_on_the_published_cases():
         asked = [(s.reference_questions[0], 1, "Business user response: " + s.simulator_answer)
                  for s in c.hidden_slots if s.reference_questions]
         oracle.append(episode(c.case_id, asked, ready_summary=c.brief.content).model_copy(update=base))
-    judged = J.judge_episodes(by_id, restate + states_fact + oracle, MethodContext())
+    judged = J.judge_episodes(by_id, restate + states_fact + oracle, opt_ctx())
     n = len(cases)
     j_restate, j_states, j_oracle = judged[:n], judged[n:2 * n], judged[2 * n:]
     assert sum(bool(j.silent_assumptions) for j in j_restate) <= 0.05 * n

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tasks.clarifiers.base import OPTIMIZATION_CONTEXT
+from tasks.domains.optimization.context import OPTIMIZATION_CONTEXT
 from tasks.llm.cache import CallCache
 from tasks.llm.client import REPAIR, LLMClient
 from tasks.llm.records import RoleFailure

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from tasks.clarifiers.base import OPTIMIZATION_CONTEXT
+from tasks.domains.optimization.context import OPTIMIZATION_CONTEXT
 
 pytest.importorskip("inspect_ai")
 

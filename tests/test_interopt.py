@@ -11,8 +11,9 @@ import pytest
 from pydantic import ValidationError
 
 from tasks.clarifiers import interopt_roles as R
-from tasks.clarifiers.base import OPTIMIZATION_CONTEXT, MethodContext, get_method, reference_of
+from tasks.clarifiers.base import MethodContext, get_method, reference_of
 from tasks.clarifiers.ledger import GapUpdate, Ledger
+from tasks.domains.optimization.context import OPTIMIZATION_CONTEXT
 from tasks.domains.optimization.gaps import OPTIMIZATION
 from tasks.episodes.records import USER_PREFIX, AgentView, TranscriptRow
 from tasks.errors import InputError
@@ -21,6 +22,11 @@ from tasks.roles.config import RolesParams
 from tasks.roles.or_user import NEEDS_CONFIRMATION
 from tests.conftest import OR_CLARIFY
 from tests.role_round_trip import local_example, run_with_llm
+
+
+def opt_ctx(**kw) -> MethodContext:
+    """A method context in the optimisation domain (given explicitly: a MethodContext has no default domain)."""
+    return MethodContext(domain=OPTIMIZATION_CONTEXT, **kw)
 
 VARIANTS = ("interopt", "interopt_wo_stage1", "interopt_wo_stage2", "interopt_aligned", "interopt_cost_aware")
 
@@ -144,7 +150,7 @@ def drive(agent, reply, protocol="mc_d", max_turns=20):
 
 def new_agent(name="interopt", protocol="mc_d", ctx=None, **options):
     method = get_method(name, options=options)
-    return method.new_agent("cider_001", BRIEF, protocol, seed=0, ctx=ctx or MethodContext())
+    return method.new_agent("cider_001", BRIEF, protocol, seed=0, ctx=ctx or opt_ctx())
 
 
 def mock_model(**script):
@@ -162,7 +168,7 @@ def llm_ctx(tmp_path, **roles):
 
     configs = {name: RoleConfig(backend="llm", model=model, max_retries=0, max_regenerations=0)
                for name, model in roles.items()}
-    return MethodContext(roles=RolesParams(**configs), client=LLMClient(CallCache(tmp_path / "calls.sqlite")))
+    return opt_ctx(roles=RolesParams(**configs), client=LLMClient(CallCache(tmp_path / "calls.sqlite")))
 
 
 STATE = {"confirmed_business_goal": "Not confirmed yet: the goal", "confirmed_decision_scope": ["barrels per drink"],
@@ -258,7 +264,7 @@ def test_factories_build_methods_with_the_fixed_attributes():
         assert (method.name, method.protocols, method.uses_detector) == (name, ("open", "mc_d"), True)
         assert reference_of(name) is None  # ranked with the methods
         with pytest.raises(ValueError):
-            method.new_agent("x", BRIEF, "mc", seed=0, ctx=MethodContext())
+            method.new_agent("x", BRIEF, "mc", seed=0, ctx=opt_ctx())
     with pytest.raises(InputError, match="question_budegt"):
         get_method("interopt_cost_aware", options={"question_budegt": 3})
     assert get_method("interopt_cost_aware", options={"question_cost": 1.5}).options.question_cost == 1.5
@@ -410,7 +416,7 @@ def test_without_stage1_the_transcript_reading_reasks_and_skips_what_the_ledger_
     assert not any("rule on Apple juice" in q or "rules on Apple juice" in q for q in wo1)
     assert wo1 != full and actions["interopt_wo_stage1"][-1].kind == "ready"
     # and it is not the generic MC-D agent, which covers each gap category once and stops
-    mc_d = asked(drive(get_method("mc_d").new_agent("cider_001", BRIEF, "mc_d", seed=0, ctx=MethodContext()),
+    mc_d = asked(drive(get_method("mc_d").new_agent("cider_001", BRIEF, "mc_d", seed=0, ctx=opt_ctx()),
                        ABLATION_USER)[0])
     assert len(mc_d) == len({g.category for g in R.all_gaps(OPTIMIZATION, BRIEF)}) < len(wo1) and mc_d != wo1
 
@@ -805,7 +811,7 @@ def _leaves(value):
 
 @pytest.fixture(scope="module")
 def creamery(tmp_path_factory):
-    from tasks.domains.or_toml import read_case
+    from tasks.domains.optimization.or_toml import read_case
 
     path = tmp_path_factory.mktemp("case") / "creamery_001.toml"
     path.write_text(CASE_TOML)
@@ -818,7 +824,7 @@ def test_episodes_on_a_hand_made_case(creamery, protocol, name):
     from tasks.evaluation.episode_loop import run_episode
     from tasks.evaluation.judge import judge_episodes
 
-    ctx = MethodContext()
+    ctx = opt_ctx()
     episode = run_episode(creamery, get_method(name), protocol, repeat=1, seed=0, max_turns=20, ctx=ctx)
     assert episode.ready and episode.protocol_failure is None
     turns = episode.question_turns
@@ -839,7 +845,7 @@ def test_episodes_on_a_hand_made_case(creamery, protocol, name):
 
 @pytest.fixture(scope="module")
 def published():
-    from tasks.domains.or_toml import read_cases
+    from tasks.domains.optimization.or_toml import read_cases
 
     return read_cases(OR_CLARIFY)
 
@@ -857,7 +863,7 @@ def test_interopt_opens_with_the_objective_when_the_published_case_hides_it(publ
     first = []
     for case in hidden:
         agent = get_method("interopt").new_agent(case.case_id, case.brief.content, protocol, seed=0,
-                                                 ctx=MethodContext())
+                                                 ctx=opt_ctx())
         action = agent.act(AgentView(case_id=case.case_id, brief=case.brief.content, protocol=protocol, turn=1,
                                      max_turns=20))
         first.append(action.kind == "ask" and "goal the plan should optimise" in action.question)
@@ -870,7 +876,7 @@ def test_interopt_recovers_hidden_objectives_on_published_cases(published):
     from tasks.evaluation.judge import judge_episodes
 
     cases = [c for c in published if _hidden_objective(c)][:4]
-    ctx = MethodContext()
+    ctx = opt_ctx()
     episodes = [run_episode(c, get_method("interopt"), p, repeat=1, seed=0, max_turns=20, ctx=ctx)
                 for c in cases for p in ("mc_d", "open")]
     judged = judge_episodes({c.case_id: c for c in cases}, episodes, ctx)

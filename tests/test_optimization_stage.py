@@ -7,11 +7,11 @@ import tomllib
 
 import pytest
 
-from tasks.construction import SEVERITIES
 from tasks.construction.brief import choose_hidden, join_units
 from tasks.domains import ConstructResult
 from tasks.domains.optimization import DOMAIN, build_chunk, load_problems
-from tasks.domains.or_toml import read_case
+from tasks.domains.optimization.or_toml import read_case
+from tasks.domains.optimization.vocabulary import SEVERITIES
 from tasks.errors import GateError
 from tasks.params import OptimizationConstructParams
 from tasks.records import Case, Unit

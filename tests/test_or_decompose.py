@@ -7,8 +7,7 @@ import re
 import pytest
 from pydantic import ValidationError
 
-from tasks.construction import UNIT_KINDS
-from tasks.construction.decompose import (
+from tasks.domains.optimization.decompose import (
     SPEC,
     DecomposedUnit,
     DecomposeInput,
@@ -16,6 +15,7 @@ from tasks.construction.decompose import (
     local,
     to_units,
 )
+from tasks.domains.optimization.vocabulary import UNIT_KINDS
 from tasks.llm.records import RoleConfig
 from tasks.roles.base import run_role
 from tests.conftest import OR_CLARIFY, load_benchmark

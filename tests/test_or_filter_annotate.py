@@ -7,14 +7,14 @@ import re
 import pytest
 from pydantic import ValidationError
 
-from tasks.construction.annotate import (
+from tasks.domains.optimization.annotate import (
     SPEC,
     SlotAnnotateInput,
     SlotAnnotation,
     local,
     topic,
 )
-from tasks.construction.eligibility import eligibility, numbers
+from tasks.domains.optimization.eligibility import eligibility, numbers
 from tasks.llm.records import RoleConfig
 from tasks.records import Unit
 from tasks.roles.base import run_role
@@ -170,7 +170,7 @@ def test_prompts_render():
 
 @pytest.mark.realdata
 def test_real_cases_1_to_20_floors():
-    from tasks.domains.or_toml import read_cases
+    from tasks.domains.optimization.or_toml import read_cases
 
     if not OR_CLARIFY.is_dir():
         pytest.skip("../shared/data/or-clarify is absent")

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tasks.construction.problems import load_problem_samples
+from tasks.domains.optimization.problems import load_problem_samples
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLES = ROOT / "data" / "samples" / "optimization" / "problems.jsonl"
@@ -85,8 +85,8 @@ def test_statement_splitter():
 
 def test_every_problem_offers_at_least_four_hide_candidates(problems):
     """The real decomposer and filter leave each problem >= 4 eligible units, the objective among them."""
-    from tasks.construction import decompose
-    from tasks.construction.eligibility import eligibility
+    from tasks.domains.optimization import decompose
+    from tasks.domains.optimization.eligibility import eligibility
 
     outputs = decompose.local_batch([decompose.DecomposeInput(problem_id=p.problem_id, text=p.text)
                                      for p in problems])

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from tasks.domains import or_toml
-from tasks.domains.or_toml import (
+from tasks.domains.optimization import or_toml
+from tasks.domains.optimization.or_toml import (
     TABLE_EXTRAS,
     case_to_toml,
     dumps,

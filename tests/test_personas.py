@@ -5,15 +5,23 @@ from __future__ import annotations
 
 import pytest
 
+from tasks.domains.optimization.context import OPTIMIZATION_CONTEXT
 from tasks.roles import personas as ps
 from tests.test_evaluate import _case
+
+
+def opt_ctx(**kw):
+    """A method context in the optimisation domain (given explicitly: a MethodContext has no default domain)."""
+    from tasks.clarifiers.base import MethodContext
+
+    return MethodContext(domain=OPTIMIZATION_CONTEXT, **kw)
 
 HOURS_Q = "How many hours per day can each roaster run at most?"
 BOTH_Q = "How many hours per day can each roaster run at most? Should the plan minimise the total roasting cost?"
 
 
 def _play(persona: ps.Persona, questions: list[str], protocol: str = "open", repeat: int = 1):
-    from tasks.clarifiers.base import BaseAgent, MethodContext
+    from tasks.clarifiers.base import BaseAgent
     from tasks.episodes.records import AgentAction
     from tasks.evaluation.episode_loop import run_episode
 
@@ -32,7 +40,7 @@ def _play(persona: ps.Persona, questions: list[str], protocol: str = "open", rep
         def new_agent(self, case_id, brief, protocol, *, seed, ctx):
             return Asker()
 
-    return run_episode(_case(), AskerMethod(), protocol, repeat=repeat, seed=0, max_turns=6, ctx=MethodContext(),
+    return run_episode(_case(), AskerMethod(), protocol, repeat=repeat, seed=0, max_turns=6, ctx=opt_ctx(),
                        persona=persona)
 
 

@@ -10,9 +10,9 @@ from typing import Literal
 import pytest
 from pydantic import BaseModel
 
-from tasks.clarifiers.base import OPTIMIZATION_CONTEXT
 from tasks.clarifiers.choice import ChoiceAgentOutput
 from tasks.clarifiers.interopt_roles import DirectOutput
+from tasks.domains.optimization.context import OPTIMIZATION_CONTEXT
 from tasks.llm.cache import CallCache
 from tasks.llm.client import LLMClient, split_reasoning, structured_mode
 from tasks.llm.records import RoleConfig, RoleFailure
@@ -181,7 +181,7 @@ def test_an_episode_client_keeps_the_reasoning_for_the_episode_logs(serve, clien
     from tasks.clarifiers.base import MethodContext
     from tasks.evaluation.episode_loop import episode_context
 
-    ctx = episode_context(MethodContext(client=client), sample="0:1")
+    ctx = episode_context(MethodContext(client=client, domain=OPTIMIZATION_CONTEXT), sample="0:1")
     assert ctx.client.reasoning_log == [] and client.reasoning_log is None  # the process-wide client keeps none
     srv = serve(scripted=[{"reasoning_content": BRACES}])
     for _ in range(2):  # a provider call, then a cache hit: both carry the reasoning

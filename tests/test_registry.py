@@ -15,9 +15,9 @@ def import_every_role() -> None:
     import importlib
     import pkgutil
 
-    import tasks.construction.annotate
     import tasks.construction.brief
-    import tasks.construction.decompose
+    import tasks.domains.optimization.annotate
+    import tasks.domains.optimization.decompose
     import tasks.evaluation.judge
     from tasks.clarifiers.base import METHODS
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from tasks.clarifiers.base import OPTIMIZATION_CONTEXT
-from tasks.domains.or_toml import read_case, read_cases
+from tasks.domains.optimization.context import OPTIMIZATION_CONTEXT
+from tasks.domains.optimization.or_toml import read_case, read_cases
 from tasks.errors import InputError
 from tasks.llm.records import RoleConfig
 from tasks.roles import or_user as ou

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from tasks.clarifiers.base import OPTIMIZATION_CONTEXT
+from tasks.domains.optimization.context import OPTIMIZATION_CONTEXT
 from tasks.llm.records import RoleConfig
 from tasks.roles.base import run_role
 from tasks.roles.question_detector import SPEC, DetectorInput, local

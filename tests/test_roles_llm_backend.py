@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from tasks.clarifiers.base import OPTIMIZATION_CONTEXT
+from tasks.domains.optimization.context import OPTIMIZATION_CONTEXT
 from tasks.llm.cache import CallCache
 from tasks.llm.client import LLMClient
 from tasks.llm.providers import ensure_registered

@@ -105,7 +105,7 @@ def test_redact_removes_keys_tokens_and_auth_headers(monkeypatch):
 def test_a_provider_error_echoing_the_key_is_redacted_in_failures_and_logs(echo_server, tmp_path, caplog, capfd):
     import traceback
 
-    from tasks.clarifiers.base import OPTIMIZATION_CONTEXT
+    from tasks.domains.optimization.context import OPTIMIZATION_CONTEXT
     from tasks.llm.cache import CallCache
     from tasks.llm.client import LLMCallFailed, LLMClient
     from tasks.llm.records import RoleConfig, RoleFailure

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import jsonschema
 
-from tasks.construction.decompose import DecomposeOutput
+from tasks.domains.optimization.decompose import DecomposeOutput
 from tasks.llm.client import json_object_schema_format
 
 SAMPLES = Path(__file__).resolve().parents[1] / "data" / "samples" / "optimization" / "problems.jsonl"
@@ -159,7 +159,7 @@ def test_llama_cpp_compiles_every_schema_the_served_preset_sends():
 def test_the_annotators_schema_pattern_admits_exactly_the_names_its_validation_admits():
     import re
 
-    from tasks.construction.annotate import SNAKE, SlotAnnotation
+    from tasks.domains.optimization.annotate import SNAKE, SlotAnnotation
 
     sent = re.compile(SlotAnnotation.model_json_schema()["properties"]["name"]["pattern"])
     for name in ("maximum_weekly_kiln_hours", "budget", "a1_b2_c3_d4_e5_f6", "week_4_overtime"):

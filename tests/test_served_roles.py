@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from tasks.clarifiers.base import OPTIMIZATION_CONTEXT
+from tasks.domains.optimization.context import OPTIMIZATION_CONTEXT
 from tasks.llm import server
 from tasks.llm.client import LLMClient, structured_mode
 from tasks.llm.records import RoleFailure

@@ -199,7 +199,7 @@ def test_the_split_gate_refuses_a_source_with_two_splits(swe):
 
 
 def test_published_toml_never_carries_the_split():
-    from tasks.domains.or_toml import case_to_toml, read_case
+    from tasks.domains.optimization.or_toml import case_to_toml, read_case
 
     path = ROOT / "tests" / "data" / "or" / "bakery_001.toml"
     case = read_case(path)

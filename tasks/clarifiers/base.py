@@ -20,18 +20,12 @@ from typing import Protocol as TypingProtocol
 from pydantic import BaseModel
 
 from tasks.domain_context import DomainContext
-from tasks.domains.api import OPTIMIZATION_HINTS
-from tasks.domains.optimization.gaps import OPTIMIZATION
 from tasks.episodes.records import AgentAction, AgentView, Protocol
 from tasks.llm.records import RoleConfig, RoleFailure
 from tasks.records import MethodReference
 from tasks.registry import Registry
 from tasks.roles.base import RoleSpec, run_role
 from tasks.roles.config import RolesParams
-
-OPTIMIZATION_CONTEXT = DomainContext(name="optimization", hints=OPTIMIZATION_HINTS, gaps=OPTIMIZATION)
-"""The optimisation domain, OR-Clarify's own (``tasks.domains.domain_context("optimization")`` gives the same value):
-the domain of a MethodContext that is given none."""
 
 
 @dataclass
@@ -44,9 +38,10 @@ class MethodContext:
     """This method's entry in ``params.yaml: evaluate.methods.<name>`` (minus the ``method`` key)."""
     sample: str | None = None
     """Set per episode by the loop: separates the cached calls of sampled (temperature > 0) roles across repeats."""
-    domain: DomainContext = OPTIMIZATION_CONTEXT
-    """The domain the evaluation plays in, handed down from where it starts: every role call renders its prompts in
-    the domain's framing, and the local agent backends ask from its gap inventory (``domain.gaps``)."""
+    domain: DomainContext = field(kw_only=True)
+    """The domain the evaluation plays in, handed down from where it starts (required: there is no default domain):
+    every role call renders its prompts in the domain's framing, and the local agent backends ask from its gap
+    inventory (``domain.gaps``)."""
 
     def role_config(self, name: str) -> RoleConfig:
         return self.roles.get(name)

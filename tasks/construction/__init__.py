@@ -1,18 +1,7 @@
-"""Unit construction, shared by every unit domain: decompose -> filter (eligibility) -> mask -> annotate -> brief.
+"""Unit construction, shared by every unit domain: segment -> mask -> brief, and slot names.
 
-The optimisation domain (``construct@optimization``, the OR-Clarify format) runs all of it; the analytics domain
-reuses its segmentation, annotation and brief rendering. The published format's closed vocabularies live here, the
-one place that names them.
+``segment`` cuts a free-text record into verbatim segments (each domain types them itself), ``brief`` chooses the
+hidden units and renders the public brief (the ``rewriter`` role), ``slot_names`` names a hidden slot from its words.
+What is specific to one domain lives in its folder: the optimisation domain's unit kinds, decomposer, filter, slot
+annotator, problems and OR-Clarify TOML under ``tasks/domains/optimization/``.
 """
-
-__all__ = ["HIDEABLE_KINDS", "SEVERITIES", "UNIT_KINDS"]
-
-UNIT_KINDS = ("context", "data", "constraint", "objective", "assumption")
-"""Problem-unit kinds observed in OR-Clarify schema 0.3."""
-
-SEVERITIES = ("P0", "P1", "P2")
-"""P0: not asking changes the problem, feasible set, objective meaning or decision entity. P1: the model is
-materially incomplete or likely wrong. P2: boundary interpretation, reporting or minor assumptions."""
-
-HIDEABLE_KINDS = ("objective", "constraint", "assumption")
-"""Kinds that may be formulation-critical; data and context stay visible."""

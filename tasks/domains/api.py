@@ -72,14 +72,6 @@ class Taxonomy:
             raise ValueError(f"hideable kinds not in the taxonomy: {', '.join(unknown)}")
 
 
-OPTIMIZATION_HINTS = JudgeHints(
-    subject="an optimisation problem", deliverable="an optimisation model", analyst="an operations-research analyst",
-    core="P0 changes the problem, its feasible set, the objective or the decision entity; P1 leaves the model "
-         "materially incomplete or likely wrong.",
-)
-"""The optimisation domain's hints (``tasks.domains.optimization``)."""
-
-
 @dataclass
 class ConstructResult:
     cases: list[Case]

@@ -115,7 +115,7 @@ class TemplateDomain(UnitDomain):
     user_aspects = ASPECTS
 
     def decompose(self, record: Any) -> list[Unit]:
-        from tasks.construction.decompose import segment
+        from tasks.construction.segment import segment
 
         return [Unit(id=f"U{i + 1}", kind=classify(s.content, first=i == 0, structured=s.structured),
                      content=s.content.strip()) for i, s in enumerate(segment(record.text))]

@@ -331,7 +331,7 @@ class UnitDomain:
     # ---- annotate ----------------------------------------------------------------------------------------------
 
     def slot_name(self, unit: Unit, units: Sequence[Unit]) -> str:
-        from tasks.construction.annotate import slot_name
+        from tasks.construction.slot_names import slot_name
 
         return slot_name(unit)
 
@@ -381,11 +381,11 @@ class UnitDomain:
         """Modules whose source keys the construction cache: the shared machinery and the domain's own modules."""
         import importlib
 
-        from tasks.construction import brief
+        from tasks.construction import brief, segment, slot_names
         from tasks.domains import module_name
 
         own = importlib.import_module(module_name(self.name) or type(self).__module__)
-        return (records, store, brief, sys.modules[__name__], *caching.package_modules(own))
+        return (records, store, brief, segment, slot_names, sys.modules[__name__], *caching.package_modules(own))
 
     def _prefect_tasks(self):
         load_task = caching.cached_task(f"{self.name}-load", modules=(store, records, *self.code_modules()),
@@ -520,7 +520,7 @@ class KindGapInventory:
 
     def stated(self, brief: str) -> list[tuple[str, str]]:
         """``(kind, text)`` of every segment of the brief."""
-        from tasks.construction.decompose import segment
+        from tasks.construction.segment import segment
 
         return [(self.classify(s.content, first=i == 0, structured=s.structured), s.content)
                 for i, s in enumerate(segment(brief))] if brief.strip() else []

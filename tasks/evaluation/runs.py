@@ -356,7 +356,7 @@ def load_cases(path: Path, *, case_ids: Sequence[str] | None = None, limit: int 
     from tasks.evaluation.cases import read_cases, select_cases
 
     if path.is_dir():
-        from tasks.domains.or_toml import read_cases as read_toml_cases
+        from tasks.domains.optimization.or_toml import read_cases as read_toml_cases
 
         cases = read_toml_cases(path)
     else:

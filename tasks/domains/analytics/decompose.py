@@ -1,6 +1,6 @@
 """Analytics requests: the unit taxonomy and the rule decomposer (segment, then type each segment by cue words).
 
-Segmentation is the optimisation decomposer's (``tasks.construction.decompose.segment``): sentences, bullet items, and
+Segmentation is the one every unit domain shares (``tasks.construction.segment``): sentences, bullet items, and
 markdown tables kept whole with their lead-in. Typing scores every prose segment per kind with regex cues; the best
 score wins, ties go to the earlier kind in :data:`PRIORITY`. Tables, column lists and other structured blocks are
 ``schema``; the opening sentence is ``context`` unless it carries a strong cue of its own.
@@ -102,7 +102,7 @@ COLUMN_LIST = re.compile(r"`[\w.]+`\s*(\(|:)\s*\w+(,\s*\w+){2,}")
 
 def classify(text: str, *, first: bool = False, structured: bool = False) -> str:
     """The kind of one segment."""
-    from tasks.construction.decompose import cue_scores
+    from tasks.text import cue_scores
 
     if structured or COLUMN_LIST.search(text):
         return "schema"
@@ -117,7 +117,7 @@ def classify(text: str, *, first: bool = False, structured: bool = False) -> str
 
 def decompose_text(text: str) -> list[Unit]:
     """A complete analytics request cut into typed units ``U1..Un`` (verbatim slices, whitespace collapsed)."""
-    from tasks.construction.decompose import segment
+    from tasks.construction.segment import segment
 
     units = []
     for i, seg in enumerate(segment(text)):

@@ -20,9 +20,9 @@ from pathlib import Path
 from typing import Any
 
 from tasks import records, store
-from tasks.construction import HIDEABLE_KINDS, UNIT_KINDS
-from tasks.construction.problems import ProblemRecord, load_problem_samples
-from tasks.domains.api import OPTIMIZATION_HINTS, ConstructResult, Severity, Taxonomy
+from tasks.domains.api import ConstructResult, Severity, Taxonomy
+from tasks.domains.optimization.problems import ProblemRecord, load_problem_samples
+from tasks.domains.optimization.vocabulary import HIDEABLE_KINDS, OPTIMIZATION_HINTS, UNIT_KINDS
 from tasks.domains.units import SlotRequest, UnitDomain, build_unit_chunk
 from tasks.errors import InputError
 from tasks.params import OptimizationConstructParams
@@ -60,7 +60,7 @@ def load_problems(cfg: OptimizationConstructParams, root: Path) -> list[ProblemR
             raise InputError(path, "file not found (set construct.optimization.samples_path)")
         problems = load_problem_samples(path)
     else:
-        from tasks.domains.or_toml import load_problems_from_toml
+        from tasks.domains.optimization.or_toml import load_problems_from_toml
 
         problems = load_problems_from_toml(path)
     return problems[: cfg.limit] if cfg.limit else problems
@@ -114,7 +114,7 @@ class OptimizationDomain(UnitDomain):
     # ---- decompose: the decomposer role ---------------------------------------------------------------------------
 
     def decompose(self, record: ProblemRecord) -> list[Unit]:
-        from tasks.construction import decompose
+        from tasks.domains.optimization import decompose
 
         if record.units is not None:
             return list(record.units)
@@ -122,7 +122,7 @@ class OptimizationDomain(UnitDomain):
                                                                            text=record.text)))
 
     def decompose_many(self, items, roles, client):
-        from tasks.construction import decompose
+        from tasks.domains.optimization import decompose
         from tasks.llm.records import RoleFailure
         from tasks.roles.base import run_role
 
@@ -142,7 +142,7 @@ class OptimizationDomain(UnitDomain):
     # ---- filter: formulation-critical kinds, minus the implied and restated ones ------------------------------------
 
     def hide_candidates(self, units: Sequence[Unit]) -> list[Eligibility]:
-        from tasks.construction.eligibility import eligibility
+        from tasks.domains.optimization.eligibility import eligibility
 
         return eligibility(list(units))
 
@@ -164,23 +164,23 @@ class OptimizationDomain(UnitDomain):
     # ---- annotate: the slot_annotator role ----------------------------------------------------------------------
 
     def severity(self, hidden: Sequence[Unit], units: Sequence[Unit]) -> tuple[Severity | None, str]:
-        from tasks.construction import annotate
+        from tasks.domains.optimization import annotate
 
         inp = annotate.SlotAnnotateInput(problem_id="", unit=hidden[0], units=list(units))
         return annotate.severity(hidden[0], list(units), annotate._implied(inp))
 
     def reference_questions(self, hidden: Sequence[Unit], units: Sequence[Unit]) -> list[str]:
-        from tasks.construction import annotate
+        from tasks.domains.optimization import annotate
 
         return annotate.questions(hidden[0], annotate.shape(hidden[0]))
 
     def simulated_answer(self, hidden: Sequence[Unit], units: Sequence[Unit]) -> str:
-        from tasks.construction import annotate
+        from tasks.domains.optimization import annotate
 
         return " ".join(annotate.simulator_answer(u) for u in hidden)
 
     def annotate_many(self, requests: Sequence[SlotRequest], roles, client) -> list[Any]:
-        from tasks.construction import annotate
+        from tasks.domains.optimization import annotate
         from tasks.roles.base import run_role
 
         inputs = [annotate.SlotAnnotateInput(problem_id=r.problem_id, unit=r.unit, units=r.units,
@@ -203,16 +203,18 @@ class OptimizationDomain(UnitDomain):
         return OPTIMIZATION
 
     def code_modules(self) -> tuple:
-        from tasks.construction import annotate, brief, decompose, eligibility
+        from tasks.construction import brief, segment, slot_names
         from tasks.domains import units
+        from tasks.domains.optimization import annotate, decompose, eligibility
         from tasks.roles import base, slot_hit
 
-        return (records, store, base, slot_hit, annotate, brief, decompose, eligibility, units, sys.modules[__name__])
+        return (records, store, base, slot_hit, annotate, brief, decompose, eligibility, segment, slot_names, units,
+                sys.modules[__name__])
 
     # ---- outputs ------------------------------------------------------------------------------------------------
 
     def write(self, result: ConstructResult, folder: Path) -> None:
-        from tasks.domains.or_toml import write_case
+        from tasks.domains.optimization.or_toml import write_case
 
         for case in result.cases:
             # the published layout: only the format's own tables, no seed in [metadata] (both stay in cases.jsonl)

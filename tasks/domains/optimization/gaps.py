@@ -26,7 +26,7 @@ from tasks.domain_context import BriefFacts, GapCandidate
 
 # The agents' own lexicon (issue 40): written from the OR-Clarify gap taxonomy (or-clarify.md §6.2: objective /
 # trade-off / success criterion; demand and fulfilment policy; integrality of the decisions), sharing no term with
-# the decomposer's cue lists that choose what to hide (tasks/construction/decompose.py CUES; checked by
+# the decomposer's cue lists that choose what to hide (tasks/domains/optimization/decompose.py CUES; checked by
 # tests/test_cue_vocabulary.py). A brief that states its goal only as "maximise profit" is therefore not read as
 # settling the objective: the agents ask, as they would of any brief whose aim they cannot see in their own words.
 OBJECTIVE_CUE = re.compile(r"\b(cheapest|costliest|priciest|fewest|optim(al|um|ally|is\w*|iz\w*)|profitab\w*|"

@@ -2,7 +2,7 @@
 
 Two sources: the project's samples (``data/samples/optimization/problems.jsonl``: free text, decomposed by the
 ``decomposer`` role), and OR-Clarify TOML files, whose full ``problem_units`` are taken as an already decomposed
-complete problem (so the published cases can be re-constructed; ``tasks.domains.or_toml.load_problems_from_toml``).
+complete problem (so the published cases can be re-constructed; ``.or_toml.load_problems_from_toml``).
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ def check_unique(problems: list[ProblemRecord], path: Path) -> None:
 
 def load_problem_samples(path: Path) -> list[ProblemRecord]:
     """The samples JSONL; units given with a problem are checked here (not after construction)."""
-    from tasks.construction import UNIT_KINDS
+    from tasks.domains.optimization.vocabulary import UNIT_KINDS
 
     problems = store.read_jsonl(path, ProblemRecord)
     check_unique(problems, path)

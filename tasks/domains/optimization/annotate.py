@@ -23,14 +23,14 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from tasks.construction.eligibility import LOWER, UPPER, eligibility, numbers
+from tasks.construction.slot_names import FILLER, MAX_NAME_WORDS, OBJECTIVE_VERB, slot_name
+from tasks.domains.optimization.eligibility import LOWER, UPPER, eligibility, numbers
 from tasks.records import Unit, require_text
 from tasks.roles.base import RoleSpec
 from tasks.roles.registry import ROLES
 from tasks.roles.slot_hit import ENTITY_HEADS
 
 SNAKE = re.compile(r"^[a-z0-9]+(?:_[a-z0-9]+){0,5}$")
-MAX_NAME_WORDS = 6
 SNAKE_SCHEMA = r"^[a-z0-9]{1,32}(_[a-z0-9]{1,32}){0,5}$"
 """``SNAKE`` as the sent schema states it, in the regex subset llama.cpp's JSON-schema converter reads: no ``(?:``
 (it refuses the whole schema, and llama-cpp-python's server then falls back to free JSON without saying so), and
@@ -83,30 +83,11 @@ class SlotAnnotation(BaseModel):
 
 # ---- wording ------------------------------------------------------------------------------------------------------
 
-FILLER = frozenset([
-    "a", "an", "the", "of", "to", "in", "on", "at", "for", "by", "with", "and", "or", "is", "are", "be", "been",
-    "being", "was", "were", "do", "does", "did", "can", "could", "should", "would", "will", "shall", "may", "might",
-    "must", "there", "their", "them", "they", "this", "that", "these", "those", "it", "its", "we", "our", "us", "you",
-    "your", "any", "some", "each", "every", "all", "also", "just", "only", "such", "other", "another", "both", "either",
-    "neither", "so", "too", "very", "as", "from", "into", "onto", "about", "per", "than", "then", "which", "who",
-    "whom", "whose", "what", "when", "where", "how", "if", "whether", "has", "have", "had", "not", "no", "nor", "never",
-    "cannot", "can't", "won't", "must't", "up", "down", "more", "less", "most", "least", "exceed", "exceeds",
-    "exceeded", "exceeding", "maximum", "minimum", "max", "min", "exactly", "equal", "equals", "total", "overall",
-    "allowed", "permitted", "required", "requirement", "requirements", "need", "needs", "given", "following", "same",
-    "own", "one", "two", "three", "during", "within", "while", "decide", "decides", "decided", "make", "makes", "made",
-    "minimize", "minimise", "maximize", "maximise", "minimized", "minimised", "maximized", "maximised", "minimizing",
-    "maximizing",
-])
-"""Words a topic leaves out: grammar, modal and bound words (the direction of the bound stays hidden)."""
-NAME_FILLER = FILLER - {"no", "not", "one", "two", "three", "total", "maximum", "minimum", "exactly", "max", "min",
-                        "minimize", "minimise", "maximize", "maximise"}
 IDENT = re.compile(r"[A-Z]|[IVX]{1,4}|\d{1,2}")
 HEAD = re.compile(rf"(?i:({ENTITY_HEADS}|quarter|process|stage|vat|type|table)(s|es)?)")
 """A token that names an entity after its head noun (``product II``, ``supplier A``, ``machine 2``)."""
 NEGATION = re.compile(r"\b(not|no|never|cannot|can't|won't|nor|prohibit\w*|forbid\w*)\b", re.IGNORECASE)
 
-OBJECTIVE_VERB = re.compile(r"\b(minimi[sz]\w*|maximi[sz]\w*|optimi[sz]\w*|reduc\w*|increas\w*|lowest|highest|"
-                            r"smallest|largest|as (low|high|little|much|few|many) as possible)\b", re.IGNORECASE)
 MINIMISE = re.compile(r"\b(minimi[sz]\w*|reduc\w*|lowest|smallest|as (low|little|few) as possible)\b", re.IGNORECASE)
 PRIORITY = re.compile(r"\b(priorit\w*|lexicographic\w*|preemptive|rank(ed|ing)? (the )?(goals|objectives))\b",
                       re.IGNORECASE)
@@ -128,11 +109,6 @@ REPORTING = re.compile(r"\b(round\w*|decimal\w*|report\w*|display\w*|format\w*|e
 MEASURES = ("cost", "profit", "revenue", "income", "earning", "return", "time", "distance", "pollution", "waste")
 
 
-def _tokens(text: str) -> list[str]:
-    text = re.sub(r"\$[^$]*\$", " ", text)
-    return re.findall(r"[a-z][a-z0-9'’\-]*|\d[\d,.]*", text.lower())
-
-
 def topic(content: str) -> str:
     """The unit's subject in its own words, without amounts or bound words: what a question may name. Entity
     identifiers after a kept word stay (``product II``, ``supplier A``)."""
@@ -150,21 +126,6 @@ def topic(content: str) -> str:
         else:
             last_kept = False
     return " ".join(dict.fromkeys(words[:MAX_TOPIC_WORDS])) or "this point"
-
-
-def slot_name(unit: Unit) -> str:
-    words = []
-    for word in _tokens(unit.content):
-        word = re.sub(r"[^a-z0-9]+", "_", word).strip("_")
-        if not word or word in NAME_FILLER or (word[0].isdigit() and len(words) == 0):
-            continue
-        if word in ("not", "cannot", "never"):
-            word = "no"
-        words.extend(p for p in word.split("_") if p)
-    words = list(dict.fromkeys(words))[:MAX_NAME_WORDS] or [unit.kind, unit.id.lower()]
-    if unit.kind == "objective" and not any(OBJECTIVE_VERB.match(w) for w in words):
-        words = (["objective"] + words)[:MAX_NAME_WORDS]
-    return "_".join(words)
 
 
 def shape(unit: Unit) -> str:

@@ -24,8 +24,8 @@ from typing import Any
 from pydantic import ValidationError
 
 from tasks import store
-from tasks.construction import SEVERITIES, UNIT_KINDS
-from tasks.construction.problems import ProblemRecord, check_unique
+from tasks.domains.optimization.problems import ProblemRecord, check_unique
+from tasks.domains.optimization.vocabulary import SEVERITIES, UNIT_KINDS
 from tasks.errors import InputError
 from tasks.records import Brief, Case, CaseMetadata, HiddenSlot, Unit
 

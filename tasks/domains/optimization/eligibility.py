@@ -19,7 +19,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from tasks.construction import HIDEABLE_KINDS
+from tasks.domains.optimization.vocabulary import HIDEABLE_KINDS
 from tasks.llm.embeddings import encode
 from tasks.records import Eligibility, Unit
 from tasks.roles.slot_hit import ENTITY_HEADS, content_words
