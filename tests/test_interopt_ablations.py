@@ -13,11 +13,12 @@ or when it stops, on a hand-made case (docs/interopt-protocol.md, "The ablations
 from __future__ import annotations
 
 from tasks.clarifiers import interopt_roles as R
-from tasks.clarifiers.base import MethodContext, get_method
+from tasks.clarifiers.base import get_method
 from tasks.domains.optimization.gaps import OPTIMIZATION
 from tasks.episodes.records import AgentView, TranscriptRow
 from tasks.roles.or_user import NEEDS_CONFIRMATION
 from tests.test_interopt import agent_row as _row
+from tests.test_interopt import opt_ctx as _opt_ctx
 from tests.test_interopt import pick as _pick
 from tests.test_interopt import say as _say
 
@@ -41,7 +42,7 @@ def _user(replies, default):
 
 
 def _drive(name, protocol, reply, max_turns=20):
-    agent = get_method(name).new_agent("press_001", BRIEF, protocol, seed=0, ctx=MethodContext())
+    agent = get_method(name).new_agent("press_001", BRIEF, protocol, seed=0, ctx=_opt_ctx())
     transcript, actions = [], []
     for turn in range(1, max_turns + 1):
         action = agent.act(AgentView(case_id="press_001", brief=BRIEF, protocol=protocol, transcript=transcript,
