@@ -391,7 +391,7 @@ def test_the_report_opens_with_its_answer_and_where_it_comes_from(outputs):
     markdown = render_markdown(report)
     headline = markdown.index("**Headline**")
     assert headline < markdown.index("**Stages**") and headline < markdown.index("## ")  # before every section
-    assert "Where these numbers come from: evaluate@optimization: " in markdown
+    assert "Where these numbers come from: evaluate@swe: " in markdown  # the domains in the order given
     assert "shap weights and the predicted resolution: simulated outcomes with planted effects" in markdown
     table = next(t for t in report.intro if isinstance(t, Table) and t.caption == "Headline")
     by_stage = {row[0]: row for row in table.rows}
@@ -430,11 +430,11 @@ def test_the_frontier_and_persona_tables_reach_the_combined_report(outputs):
     _write(outputs, "data/eval/swe/robustness.json", swe_robust)
     tables = markdown_tables(render_markdown(build_report("T", inputs_for(outputs))))
     frontiers = [t for t in tables if t[0][:2] == ["row", "questions"] and t[0][-1] == "area [95%]"]
-    assert frontiers[0][0][2:5] == ["WSS@1", "WSS@2", "WSS@3"] and frontiers[1][0][2:4] == ["recall@1", "recall@2"]
-    assert frontiers[0][1] == ["open::freeqa", "2.00", "0.250", "0.500", "0.500", "0.312 [0.100, 0.500]"]
-    assert frontiers[0][2][0] == "open::oracle (reference)"  # a reference row of the stage metrics
-    personas = [t for t in tables if t[0][:2] == ["row", "persona"]]
-    assert personas[0][0][2] == "WSS" and personas[1][0][2] == "weighted recovery"
-    assert personas[0][2] == ["open::freeqa", "mistaken", "0.250 [0.000, 0.500]", "0.250 [0.000, 0.500]", "0.300",
-                              "0.500"]
-    assert personas[1][2] == ["evpi", "terse", "0.600 [0.400, 0.800]", "0.000 [0.000, 0.000]", "0.100", "–"]
+    swe_f, opt_f = frontiers  # the evaluations in the order of the domains given: swe, optimization
+    assert opt_f[0][2:5] == ["WSS@1", "WSS@2", "WSS@3"] and swe_f[0][2:4] == ["recall@1", "recall@2"]
+    assert opt_f[1] == ["open::freeqa", "2.00", "0.250", "0.500", "0.500", "0.312 [0.100, 0.500]"]
+    assert opt_f[2][0] == "open::oracle (reference)"  # a reference row of the stage metrics
+    swe_p, opt_p = [t for t in tables if t[0][:2] == ["row", "persona"]]
+    assert opt_p[0][2] == "WSS" and swe_p[0][2] == "weighted recovery"
+    assert opt_p[2] == ["open::freeqa", "mistaken", "0.250 [0.000, 0.500]", "0.250 [0.000, 0.500]", "0.300", "0.500"]
+    assert swe_p[2] == ["evpi", "terse", "0.600 [0.400, 0.800]", "0.000 [0.000, 0.000]", "0.100", "–"]

@@ -15,8 +15,6 @@ from tasks.reporting.inputs import GX_RESULTS, ReportInputs, flatten
 from tasks.reporting.model import Block, Figure, Report, Section, Table, Text
 from tasks.text import fmt
 
-EVAL_DOMAINS = ("optimization", "swe")
-"""Evaluations the report expects (shown as "not run yet" until they write outputs); others are picked up when found."""
 SWE_JUDGES = ("question_classifier", "redundancy_judge", "answerability_judge")
 STAGE_ROLES: Registry[tuple[str, ...]] = Registry("stage")
 """The model roles each stage calls, when its metrics do not list them under ``roles``."""
@@ -71,7 +69,7 @@ def headline_blocks(inputs: ReportInputs) -> list[Block]:
     metric or only on this one), then GRPO against SFT on the held-out rows."""
     rows, ties = [], []
     sources: dict[str, list[str]] = {}  # backend -> the evaluations it ran
-    for domain in [*EVAL_DOMAINS, *(d for d in inputs.domains if d not in EVAL_DOMAINS)]:
+    for domain in evaluated_domains(inputs):
         stage = f"evaluate@{domain}"
         data = inputs.metrics.get(stage, {})
         ranked, refs = _rows_of(data.get("rows")), _rows_of(data.get("reference_rows"))
@@ -446,10 +444,15 @@ def training_section(inputs: ReportInputs, used: set[str]) -> Section:
 # ---- evaluation -------------------------------------------------------------------------------------------------
 
 def evaluation_section(inputs: ReportInputs, used: set[str]) -> Section:
-    found = [s.split("@", 1)[1] for s in inputs.metrics if s.startswith("evaluate@")]
-    domains = dict.fromkeys([*EVAL_DOMAINS, *inputs.domains, *found])  # dvc.yaml evaluates every listed domain
-    children = [eval_section(inputs, used, domain) for domain in domains]
+    children = [eval_section(inputs, used, domain) for domain in evaluated_domains(inputs)]
     return Section("evaluation", "Evaluation", [], children)
+
+
+def evaluated_domains(inputs: ReportInputs) -> list[str]:
+    """The domains the report is given (``params.yaml: domains``, which dvc.yaml evaluates: each shown as "not run
+    yet" until it writes outputs), in that order, then any other evaluation whose metrics it finds."""
+    found = [s.split("@", 1)[1] for s in inputs.metrics if s.startswith("evaluate@")]
+    return list(dict.fromkeys([*inputs.domains, *found]))
 
 
 def eval_section(inputs: ReportInputs, used: set[str], domain: str) -> Section:
