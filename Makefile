@@ -163,7 +163,7 @@ docs: setup
 # Every maintained benchmark (benchmarks/README.md); `make bench BENCH="masking shap_speed"` runs a subset.
 BENCH ?= masking llm_client annotator_fidelity slot_hit_fidelity question_classifier or_decompose or_filter_annotate \
 	shap_speed shap_ambig reward_throughput policy_reward or_methods or_eval_throughput swe_published generation \
-	torch_threads policy_dtype question_answerability served_eval policy_update fresh_clone noop_repro
+	torch_threads policy_dtype question_answerability served_eval served_roles policy_update fresh_clone noop_repro
 
 bench: setup
 	@status=0; for b in $(BENCH); do \

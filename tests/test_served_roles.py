@@ -151,3 +151,31 @@ def test_the_server_asks_for_the_same_port_each_start_so_the_call_cache_survives
             assert other != server.PORT and server.port_free(other)
     else:  # a server of the user's holds it: the next start falls back to a free port
         assert server.preferred_port() != server.PORT
+
+
+def test_a_port_left_in_time_wait_by_a_stopped_server_counts_as_free():
+    """A server stopped right after serving leaves its connections in TIME_WAIT; uvicorn binds with SO_REUSEADDR, so
+    the port is usable, and the restart must not move to another port (a cold call cache)."""
+    import socket
+
+    port = free_port()
+    listener = socket.socket()
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    listener.bind((server.HOST, port))
+    listener.listen()
+    client = socket.create_connection((server.HOST, port))
+    accepted, _ = listener.accept()
+    accepted.close()  # the server side closes first: its end of the connection waits in TIME_WAIT
+    client.close()
+    listener.close()
+    with socket.socket() as plain:  # a bind without SO_REUSEADDR (the check before) is refused here
+        assert _plain_bind_fails(plain, port), "no TIME_WAIT left on this machine: the case cannot be reproduced"
+    assert server.port_free(port)
+
+
+def _plain_bind_fails(sock, port: int) -> bool:
+    try:
+        sock.bind((server.HOST, port))
+    except OSError:
+        return True
+    return False

@@ -44,12 +44,13 @@ SERVED_ROLE = {
     "max_regenerations": 1,
     "max_retries": 1,
     "timeout_s": 300.0,
-    "concurrency": 2,
+    "concurrency": 1,
 }
 """What ``roles.preset: served`` sets on every role besides ``api_base`` (and the token cap below): the server's
 dialect (``json_object`` + schema, decoding constrained by grammar), one repair try, one retry (a local server does
-not rate-limit), and 2 requests in flight (the server decodes one request at a time; a second one queued keeps it
-busy)."""
+not rate-limit), and one request in flight per role: the server decodes one request at a time, and on an idle 2-core
+machine it served 1.08 calls/s one at a time against 0.77 and 0.71 at 2 and 4 in flight
+(``benchmarks/results/served_eval/2026-12-05.json``)."""
 SERVED_MAX_TOKENS = 1024
 """``max_tokens`` of a served role is its own, capped at this: the sent schema bounds strings and lists
 (``tasks/llm/client.py: grammar_schema``), so only list-shaped replies (the decomposer's units) come near it, and on
@@ -116,7 +117,10 @@ def command(model: Path, port: int, *, host: str = HOST, threads: int | None = N
 
 
 def port_free(port: int, host: str = HOST) -> bool:
+    """Whether a server could listen on ``port``: as uvicorn binds, with SO_REUSEADDR, so the connections a just
+    stopped server left in TIME_WAIT do not push a restart onto another port (and a cold call cache)."""
     with socket.socket() as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             sock.bind((host, port))
         except OSError:
