@@ -70,9 +70,12 @@ def recovered_categories(case: Case, unit: SweUnit) -> list[str]:
     return [h for h in hidden if h in hit]
 
 
-def outcome(case: Case, unit: SweUnit, weights: Mapping[str, float], predicted: float | None = None) -> CaseOutcome:
+def outcome(case: Case, unit: SweUnit, weights: Mapping[str, float], predicted: float | None = None,
+            recovered: Sequence[str] | None = None) -> CaseOutcome:
+    """The unit's scores; ``recovered``: the hidden categories it recovered when not the user's own answers (a
+    persona's, ``questions.personas``)."""
     hidden = [c.key for c in case.hidden_categories]
-    recovered = recovered_categories(case, unit)
+    recovered = recovered_categories(case, unit) if recovered is None else list(recovered)
     total = sum(weights[h] for h in hidden)
     return CaseOutcome(
         case_id=case.case_id, source_id=case.metadata.source_id, n_questions=len(unit.questions),

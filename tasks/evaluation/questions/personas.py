@@ -130,18 +130,22 @@ class PersonaOutcome:
     corrected: bool
 
 
-def persona_outcome(case: Case, unit: SweUnit, persona: Persona, weights: Mapping[str, float]) -> PersonaOutcome:
-    answers = persona_answers(unit, persona)
-    hidden = [c.key for c in case.hidden_categories]
-    got = recovered(case, unit, answers)
-    total = sum(weights[h] for h in hidden)
+def scored(case: Case, unit: SweUnit, answers: Sequence[PersonaAnswer],
+           weights: Mapping[str, float]) -> PersonaOutcome:
+    """``answers`` (one per question of ``unit``) scored against the case's true facts."""
+    from tasks.evaluation.questions.metrics import outcome
+
+    base = outcome(case, unit, weights, recovered=recovered(case, unit, answers))
     return PersonaOutcome(
-        case_id=case.case_id, source_id=case.metadata.source_id, recall=len(got) / len(hidden),
-        full_coverage=len(got) == len(hidden),
-        weighted_recovery=sum(weights[h] for h in got) / total if total > 0 else None,
+        case_id=case.case_id, source_id=case.metadata.source_id, recall=base.recall,
+        full_coverage=base.full_coverage, weighted_recovery=base.weighted_recovery,
         facts=facts_received(case, answers, weights), true_answers=sum(a.true for a in answers),
         questions=len(answers), misstated=any(a.answered and not a.true for a in answers),
         corrected=any(a.corrected for a in answers))
+
+
+def persona_outcome(case: Case, unit: SweUnit, persona: Persona, weights: Mapping[str, float]) -> PersonaOutcome:
+    return scored(case, unit, persona_answers(unit, persona), weights)
 
 
 def persona_row(row: Mapping[str, Any], case: Case, unit: SweUnit, persona: Persona,
@@ -149,7 +153,7 @@ def persona_row(row: Mapping[str, Any], case: Case, unit: SweUnit, persona: Pers
     """A ``rows.jsonl`` row as ``persona`` answered it: its answers rewritten, its scores recomputed against the true
     facts, ``persona`` set (the Inspect log's sample metadata); no predicted resolution (the main table's only)."""
     answers = persona_answers(unit, persona)
-    got = persona_outcome(case, unit, persona, weights)
+    got = scored(case, unit, answers, weights)
     questions = [{**q, "answer": a.answer, "answered": a.answered, "true_answer": a.true}
                  for q, a in zip(row.get("questions") or [], answers)]
     return {**row, "key": f"{row['key']}::{persona.name}", "persona": persona.name, "questions": questions,
