@@ -141,10 +141,10 @@ def throughput(args: argparse.Namespace) -> dict:
 
 def policy_entries() -> tuple[list[dict], list[str], int]:
     """evaluate@swe's policy rows (name, options), the ones left out (adapter missing), and the stage batch size."""
-    from tasks.evaluation.questions import SweEvalSettings
+    from tasks.evaluation.question_inputs import QuestionSettings
     from tasks.params import load_params
 
-    settings = SweEvalSettings.model_validate(load_params(ROOT / "params.yaml").evaluate["swe"])
+    settings = QuestionSettings.model_validate(load_params(ROOT / "params.yaml").evaluate["swe"])
     rows, skipped = [], []
     for entry in settings.methods:
         if entry.kind != "policy":
@@ -161,7 +161,7 @@ def worker(spec_path: Path) -> int:
     """One evaluate@swe policy workload in this process: every policy row over the cases, in the stage's batches."""
     import torch
 
-    from tasks.evaluation.questions.methods import QuestionContext, build_method
+    from tasks.evaluation.question_methods import QuestionContext, build_method
     from tasks.records import Case
 
     spec = json.loads(spec_path.read_text(encoding="utf-8"))

@@ -46,7 +46,7 @@ def surrogate_path() -> tuple[Path | None, str]:
         return None, "none (no data/shap/model.txt or runs.csv)"
     import pandas as pd
 
-    from tasks.evaluation.questions.surrogate import save_surrogate
+    from tasks.evaluation.surrogate import save_surrogate
     from tasks.infovalue.model import fit_classifier
     from tasks.params import load_params
 
@@ -70,7 +70,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     from tasks.domains.swe.workbook import PUBLISHED_COLUMNS, published_lists
-    from tasks.evaluation.questions import SweEvalSettings, evaluate_swe, load_swe_inputs
+    from tasks.evaluation.question_inputs import QuestionSettings, load_question_inputs
+    from tasks.evaluation.question_lists import evaluate_questions
     from tasks.params import load_params
     from tasks.rewards.parse import parse_questions
 
@@ -81,7 +82,7 @@ def main(argv: list[str] | None = None) -> int:
     model, model_note = surrogate_path()
     methods = [{"name": "no_questions"}, {"name": "oracle_template"}, {"name": "ask_everything"},
                *({"name": name, "method": "published", "options": {"column": name}} for name in PUBLISHED_COLUMNS)]
-    settings = SweEvalSettings.model_validate({
+    settings = QuestionSettings.model_validate({
         "case_source": "workbook_rewrite3", "limit": args.limit, "bootstrap": args.bootstrap,
         "published": {"workbook": str(data)}, "methods": methods,
         "surrogate": str(model) if model else "data/shap/model.txt",
@@ -92,10 +93,10 @@ def main(argv: list[str] | None = None) -> int:
         all_lists[name] = {"lists": len(counts), "questions_per_issue": sum(counts) / len(counts)}
 
     t0 = time.perf_counter()
-    inputs = load_swe_inputs(ROOT, settings)
+    inputs = load_question_inputs(ROOT, settings, domain="swe")
     load_s = time.perf_counter() - t0
     t0 = time.perf_counter()
-    summary = evaluate_swe(inputs.cases, settings, params.roles, WORK / "eval", root=ROOT, inputs=inputs,
+    summary = evaluate_questions(inputs.cases, settings, params.roles, WORK / "eval", root=ROOT, inputs=inputs,
                            reward=params.reward)
     eval_s = time.perf_counter() - t0
     run = summary.pop("run")

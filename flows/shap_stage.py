@@ -103,7 +103,7 @@ def build_runs(cfg, root):
 def shap_stage(params: str = "params.yaml") -> dict:
     import pandas as pd
 
-    from tasks.evaluation.questions.surrogate import save_surrogate
+    from tasks.evaluation.surrogate import save_surrogate
     from tasks.infovalue import FEATURES, explain, model, plots, runs
     from tasks.params import load_params
     from tasks.stage_metrics import publish_with_metrics

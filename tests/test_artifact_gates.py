@@ -133,7 +133,7 @@ def shap_folder(tmp_path_factory) -> tuple[Path, int]:
     """The files the shap stage writes next to each other, for a small simulated runs table."""
     import pandas as pd
 
-    from tasks.evaluation.questions.surrogate import save_surrogate
+    from tasks.evaluation.surrogate import save_surrogate
     from tasks.infovalue import explain, model, runs
     from tasks.store import atomic_write_json
 

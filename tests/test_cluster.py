@@ -51,7 +51,7 @@ def test_params_yaml_runs_every_fan_out_where_it_ran_before_it_had_a_key():
     """Construction (chunks and the annotator) on Prefect's thread pool, evaluate@swe's batches in the flow's
     thread."""
     from tasks.domains import get_domain
-    from tasks.evaluation.questions import SweEvalSettings
+    from tasks.evaluation.question_inputs import QuestionSettings
     from tasks.params import load_params
     from tests.conftest import ROOT
 
@@ -60,7 +60,7 @@ def test_params_yaml_runs_every_fan_out_where_it_ran_before_it_had_a_key():
         cfg = get_domain(name).parse_params(ROOT / "params.yaml", params.construct_[name])
         assert (cfg.task_runner, cfg.concurrency) == ("threads", None), name
     assert get_domain("swe").parse_params(ROOT / "params.yaml", params.construct_["swe"]).annotate_runner == "threads"
-    assert SweEvalSettings.model_validate(params.evaluate["swe"]).task_runner == "serial"
+    assert QuestionSettings.model_validate(params.evaluate["swe"]).task_runner == "serial"
 
 
 def test_the_readme_dask_address_example_gives_the_serial_metrics(tmp_path, prefect_api):
@@ -156,7 +156,8 @@ def test_swe_question_batches_on_the_cluster_equal_the_serial_run(tmp_path, two_
 
     from prefect import flow
 
-    from tasks.evaluation.questions import evaluate_swe, load_swe_inputs
+    from tasks.evaluation.question_inputs import load_question_inputs
+    from tasks.evaluation.question_lists import evaluate_questions
     from tasks.roles.config import RolesParams
     from tests.test_swe_eval import METHODS, project, without_latency
 
@@ -166,8 +167,8 @@ def test_swe_question_batches_on_the_cluster_equal_the_serial_run(tmp_path, two_
 
     def run(settings, out: str) -> dict:
         shutil.rmtree(root / ".cache", ignore_errors=True)  # no stored units: every batch is computed
-        inputs = load_swe_inputs(root, settings)
-        return evaluate_swe(inputs.cases, settings, RolesParams(), tmp_path / out, root=root, inputs=inputs,
+        inputs = load_question_inputs(root, settings, domain="swe")
+        return evaluate_questions(inputs.cases, settings, RolesParams(), tmp_path / out, root=root, inputs=inputs,
                             cluster=cluster)
 
     before = executed()

@@ -44,11 +44,11 @@ def test_a_domain_whose_module_fails_to_import_is_an_error_naming_it(broken_doma
         with pytest.raises(DomainError, match="domain 'broken': its module tasks.domains.broken fails to import "
                                               r"\(ModuleNotFoundError: No module named 'no_such_dependency"):
             build(broken_domain)
-    from flows import evaluate
+    from tasks.evaluation import stage
 
     monkeypatch.chdir(ROOT)
     with pytest.raises(InputError, match="no evaluation for domain 'broken': domain 'broken': its module"):
-        evaluate.prepare(broken_domain)
+        stage.prepare(broken_domain)
 
 
 def test_the_domain_context_is_what_the_domain_defines_and_only_for_episode_domains():
@@ -190,14 +190,16 @@ def test_judge_prompts_name_the_domain_and_keep_the_optimisation_wording():
 
 
 def test_the_evaluate_flow_dispatches_on_the_domain_evaluation(monkeypatch):
-    from flows import evaluate
+    from tasks.domains.api import EVALUATIONS as DOMAIN_EVALUATIONS
+    from tasks.evaluation import stage
 
-    assert set(evaluate.EVALUATIONS) == {"episodes", "questions"}
+    assert set(stage.EVALUATIONS) == set(DOMAIN_EVALUATIONS) == {"episodes", "questions"}
     for name in ("swe", "optimization", "analytics"):
-        assert get_domain(name).evaluation in evaluate.EVALUATIONS
+        assert get_domain(name).evaluation in stage.EVALUATIONS
+    assert stage.EVALUATIONS.get("questions").settings.__name__ == "QuestionSettings"
     monkeypatch.chdir(ROOT)
     with pytest.raises(InputError, match="no evaluation for domain 'nonsense'"):
-        evaluate.prepare("nonsense")
+        stage.prepare("nonsense")
 
 
 def test_agent_user_and_judge_prompts_follow_the_evaluation_domain(monkeypatch):
@@ -255,7 +257,8 @@ def test_agent_user_and_judge_prompts_follow_the_evaluation_domain(monkeypatch):
 
 
 def test_an_episode_evaluation_refuses_cases_of_another_domain(tmp_path):
-    from flows.evaluate import prepare_episodes
+    from tasks.evaluation.episode_kind import prepare as prepare_episodes
+    from tasks.evaluation.runs import EvalSettings
     from tasks.params import load_params
     from tasks.store import jsonl_text
     from tests.test_evaluate import _case
@@ -266,4 +269,4 @@ def test_an_episode_evaluation_refuses_cases_of_another_domain(tmp_path):
     cfg.evaluate["analytics"] = {**cfg.evaluate["analytics"], "cases": str(cases), "case_ids": None, "limit": None}
     with pytest.raises(InputError, match=r"record coffee_001: field 'metadata\.domain': case of domain "
                                          r"'optimization' in evaluate\.analytics"):
-        prepare_episodes(ROOT, ROOT / "params.yaml", cfg, "analytics")
+        prepare_episodes(ROOT, ROOT / "params.yaml", cfg, "analytics", EvalSettings(**cfg.evaluate["analytics"]))

@@ -13,7 +13,7 @@ from pathlib import Path
 import yaml
 
 from tasks.evaluation import plots as eval_plots
-from tasks.evaluation.questions import plots as question_plots
+from tasks.evaluation import question_plots as question_plots
 from tasks.training import artifacts
 from tasks.training.heldout import CURVE_FILE, HeldoutCurve, HeldoutPoint
 from tests.conftest import ROOT, dvc, run

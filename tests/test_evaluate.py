@@ -336,10 +336,11 @@ def test_a_worker_killed_mid_run_is_replaced_and_the_metrics_equal_an_uninterrup
 def test_reference_rows_stay_apart_in_the_summary_the_metrics_and_the_report(tmp_path):
     """The oracle (privileged) and the ready-now floor (a bound, here under another display name) are reported
     apart: never in the ranked rows of summary.json, the stage metrics or the report's methods table."""
-    from flows.evaluate import _episode_headline, metric_rows
     from tasks.evaluation import metrics as M
+    from tasks.evaluation.episode_kind import headline as _episode_headline
     from tasks.evaluation.evaluate import play, write_outputs
     from tasks.evaluation.runs import EvalSettings, episode_store
+    from tasks.evaluation.stage import metric_rows
     from tasks.roles.config import RolesParams
     from tasks.validation import gate
 

@@ -196,17 +196,17 @@ def test_a_reply_echoing_the_key_is_stored_redacted(tmp_path, monkeypatch):
 
 
 def _unit(key: str, **fields):
-    from tasks.evaluation.questions.units import SweUnit
+    from tasks.evaluation.question_units import QuestionUnit
 
-    return SweUnit(key=key, method="m", case_id="c", source_id="s", **fields)
+    return QuestionUnit(key=key, method="m", case_id="c", source_id="s", **fields)
 
 
 def test_the_unit_store_keeps_only_successes_and_refresh_serves_none(tmp_path):
     from tasks.evaluation.engine import UnitStore
-    from tasks.evaluation.questions.units import SweUnit
+    from tasks.evaluation.question_units import QuestionUnit
     from tasks.store import atomic_write_text
 
-    store = UnitStore(tmp_path, SweUnit)
+    store = UnitStore(tmp_path, QuestionUnit)
     ok = _unit("a" * 64)
     failed = [_unit("b" * 64, failure="question_writer: provider: 500"),
               _unit("c" * 64, role_failures={"redundancy_judge": 2}),
@@ -216,7 +216,7 @@ def test_the_unit_store_keeps_only_successes_and_refresh_serves_none(tmp_path):
         assert not store.put(unit) and not store.path(unit.key).exists()
         atomic_write_text(store.path(unit.key), unit.model_dump_json())  # stored by an older version
         assert store.get(unit.key) is None  # ... is retried, never replayed
-    assert UnitStore(tmp_path, SweUnit, refresh=True).get(ok.key) is None
+    assert UnitStore(tmp_path, QuestionUnit, refresh=True).get(ok.key) is None
 
 
 def test_an_episode_unit_with_a_failed_judge_is_not_stored(tmp_path):
@@ -234,7 +234,8 @@ def test_an_episode_unit_with_a_failed_judge_is_not_stored(tmp_path):
 
 @pytest.mark.slow  # ~30 s on a busy machine: two whole question evaluations
 def test_evaluate_swe_with_both_judges_failing_is_gated_and_a_rerun_retries(tmp_path):
-    from tasks.evaluation.questions import UNIT_STORE, evaluate_swe, load_swe_inputs
+    from tasks.evaluation.question_inputs import load_question_inputs
+    from tasks.evaluation.question_lists import evaluate_questions, unit_store
     from tasks.roles.config import RolesParams
     from tasks.roles.failures import RoleFailureRateError, check_failure_rates
     from tests.test_role_failures import FAILING
@@ -242,17 +243,17 @@ def test_evaluate_swe_with_both_judges_failing_is_gated_and_a_rerun_retries(tmp_
 
     roles = RolesParams(redundancy_judge=FAILING, answerability_judge=FAILING)
     root, settings = project(tmp_path, [{"name": "no_questions"}, {"name": "ask_everything"}])
-    inputs = load_swe_inputs(root, settings)
-    summary = evaluate_swe(inputs.cases, settings, roles, tmp_path / "out", root=root, inputs=inputs)
+    inputs = load_question_inputs(root, settings, domain="swe")
+    summary = evaluate_questions(inputs.cases, settings, roles, tmp_path / "out", root=root, inputs=inputs)
     counts = {c.role: c for c in summary["run"]["failure_counts"]}
     assert {"redundancy_judge", "answerability_judge"} <= set(counts)
     assert counts["redundancy_judge"].rate == 1.0 and counts["answerability_judge"].rate == 1.0
     with pytest.raises(RoleFailureRateError) as err:
         check_failure_rates(summary["run"]["failure_counts"], roles.max_failure_rate, stage="evaluate@swe")
     assert str(err.value).startswith("evaluate@swe: role answerability_judge failed") and "\n" not in str(err.value)
-    stored = list((root / UNIT_STORE).rglob("*.json"))
+    stored = list(unit_store(root, "swe").rglob("*.json"))
     assert all("ask_everything" not in p.read_text() for p in stored)  # only the units without a judge call
-    again = evaluate_swe(inputs.cases, settings, roles, tmp_path / "out2", root=root, inputs=inputs)
+    again = evaluate_questions(inputs.cases, settings, roles, tmp_path / "out2", root=root, inputs=inputs)
     assert again["run"]["computed"] == len(inputs.cases)  # the failed units were retried, not replayed
 
 

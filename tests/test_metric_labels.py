@@ -3,8 +3,9 @@ the stage metrics, and the combined report keeps its interval and its source und
 
 from __future__ import annotations
 
-from flows.evaluate import _swe_headline, metric_rows
-from tasks.evaluation.questions.surrogate import base_metric, metric_key
+from tasks.evaluation.question_kind import headline as _swe_headline
+from tasks.evaluation.stage import metric_rows
+from tasks.evaluation.surrogate import base_metric, metric_key
 from tasks.reporting.sections import method_table
 
 PLANTED = "simulated outcomes (planted effects, not real agent runs)"

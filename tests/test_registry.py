@@ -85,11 +85,11 @@ def test_discovery_runs_once_before_the_first_lookup_and_a_replacement_outlives_
 
 def test_the_project_registries_hold_what_their_modules_declare():
     from tasks.clarifiers.base import method_names
-    from tasks.evaluation.questions.methods import SWE_METHODS
+    from tasks.evaluation.question_methods import QUESTION_METHODS
     from tasks.rewards.stages import STAGES
 
     assert {"freeqa", "mc", "mc_d", "oracle", "ready_now", "interopt"} <= set(method_names())
-    assert SWE_METHODS.names() == ["no_questions", "oracle_template", "ask_everything", "evpi", "policy",
+    assert QUESTION_METHODS.names() == ["no_questions", "oracle_template", "ask_everything", "evpi", "policy",
                                    "llm_questioner", "published"]
     assert set(STAGES.names()) == {"non_redundancy", "answerability", "task_relevance", "diversity"}
 

@@ -364,14 +364,14 @@ def test_served_reference_passes_round_trip(tmp_path):
 def test_evaluate_swe_under_the_reference_protocol_names_it(tmp_path):
     """evaluate@swe (in process, local roles) with ``reward.protocol: reference``: the summary and report.md name
     the protocol and show the unscored count; the per-case rewards come from the reference rules."""
-    from tasks.evaluation.questions import load_swe_inputs
-    from tasks.evaluation.questions.run import evaluate_swe
+    from tasks.evaluation.question_inputs import load_question_inputs
+    from tasks.evaluation.question_lists import evaluate_questions
     from tasks.roles.config import RolesParams
     from tests.test_swe_eval import project
 
     root, settings = project(tmp_path, [{"name": "no_questions"}, {"name": "ask_everything"}])
-    inputs = load_swe_inputs(root, settings)
-    summary = evaluate_swe(inputs.cases, settings, RolesParams(), tmp_path / "out", root=root, inputs=inputs,
+    inputs = load_question_inputs(root, settings, domain="swe")
+    summary = evaluate_questions(inputs.cases, settings, RolesParams(), tmp_path / "out", root=root, inputs=inputs,
                            reward=RewardConfig(protocol="reference"))
     assert summary["reward_protocol"] == "reference" and summary["reward"]["protocol"] == "reference"
     assert summary["unscored"] == 0 and summary["methods"]["ask_everything"]["unscored"] == 0

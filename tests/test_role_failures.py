@@ -89,8 +89,9 @@ def test_a_judge_failing_every_call_stops_evaluate_below_the_threshold_it_publis
 def test_agent_failures_and_selector_fallbacks_are_counted_from_the_episodes():
     from types import SimpleNamespace
 
-    from flows.evaluate import backend_line
     from tasks.episodes.records import RoleUsage
+    from tasks.evaluation.episode_kind import EVAL_ROLES
+    from tasks.evaluation.stage import backend_line
     from tasks.llm.records import RoleConfig
     from tasks.roles.config import RolesParams
     from tasks.roles.failures import (
@@ -113,7 +114,7 @@ def test_agent_failures_and_selector_fallbacks_are_counted_from_the_episodes():
     check_failure_rates(counts, 1.0, stage="evaluate@optimization")  # 1.0: never fails
     fallbacks = episode_fallbacks(results)
     assert fallbacks == {"or_question_selector": 2}
-    assert "or_question_selector=mock/x (2 selections fell back to Q1)" in backend_line(roles, fallbacks=fallbacks)
+    assert "or_question_selector=mock/x (2 selections fell back to Q1)" in backend_line(roles, EVAL_ROLES, fallbacks)
 
 
 def test_metrics_that_cannot_be_written_stop_the_publish(tmp_path):

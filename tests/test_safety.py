@@ -110,12 +110,11 @@ def test_a_provider_error_echoing_the_key_is_redacted_in_failures_and_logs(echo_
     from tasks.llm.client import LLMCallFailed, LLMClient
     from tasks.llm.records import RoleConfig, RoleFailure
     from tasks.roles.base import run_role
-    from tasks.roles.registry import get_spec
+    from tasks.roles.question_detector import SPEC as spec
 
     caplog.set_level(logging.DEBUG)
     client = LLMClient(CallCache(tmp_path / "calls.sqlite"), backoff_s=0)
     cfg = RoleConfig(backend="llm", model="openai/gpt-fake", max_retries=0, timeout_s=20)
-    spec = get_spec("question_detector")
     (failure,) = run_role(spec, [spec.input_model(turn="QUESTION: What is the budget?")], cfg,
                           domain=OPTIMIZATION_CONTEXT, client=client)
     with pytest.raises(LLMCallFailed) as raised:

@@ -76,8 +76,8 @@ def test_without_both_reference_methods_the_ladder_says_so():
 
 
 def test_the_flow_fails_the_stage_on_a_broken_ladder_and_warns_when_asked(capsys):
-    from flows.evaluate import check_ladder
     from tasks.errors import GateError
+    from tasks.evaluation.episode_kind import check_ladder
     from tasks.evaluation.runs import EvalSettings
 
     methods = [{"name": "oracle", "protocols": ["open"]}, {"name": "ready_now", "protocols": ["open"]},

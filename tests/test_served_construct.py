@@ -107,7 +107,7 @@ def test_an_empty_case_set_is_refused_with_one_line_that_says_why():
 
 
 def test_with_served_evaluation_roles_the_sanity_ladder_reports_instead_of_failing(capsys):
-    from flows.evaluate import check_ladder
+    from tasks.evaluation.episode_kind import check_ladder
     from tasks.evaluation.runs import EvalSettings
 
     methods = [{"name": "oracle", "protocols": ["open"]}, {"name": "ready_now", "protocols": ["open"]},

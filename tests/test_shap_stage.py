@@ -30,7 +30,7 @@ def check_shap_outputs(project, output: str) -> None:
     header = (project / "data" / "shap" / "shap_values.csv").read_text().splitlines()[0]
     assert header.startswith("variant_id,agent_model,shap_error_info")
     # the surrogate it persists for evaluate@swe's predicted resolution
-    from tasks.evaluation.questions.surrogate import load_surrogate
+    from tasks.evaluation.surrogate import load_surrogate
 
     model = load_surrogate(project / "data" / "shap" / "model.txt")
     meta = json.loads((project / "data" / "shap" / "model.json").read_text())

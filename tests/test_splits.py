@@ -80,11 +80,11 @@ def test_default_swe_split_holds_out_enough_issues_and_never_trains_on_them(swe,
     assert train_ids and not train_ids & heldout_ids
 
     # evaluate@swe with the default split: held-out cases only, enough of them, no overlap with the adapters' ids
-    from tasks.evaluation.questions import SweEvalSettings, load_swe_inputs
+    from tasks.evaluation.question_inputs import QuestionSettings, load_question_inputs
 
     root = project_with_adapters(tmp_path, cases, [r for r in rows if r.split == "train"])
-    settings = section(ROOT / "params.yaml", SweEvalSettings, SWE_PARAMS, "evaluate.swe")
-    inputs = load_swe_inputs(root, settings)
+    settings = section(ROOT / "params.yaml", QuestionSettings, SWE_PARAMS, "evaluate.swe")
+    inputs = load_question_inputs(root, settings, domain="swe")
     evaluated = {c.metadata.source_id for c in inputs.cases}
     assert len(inputs.cases) >= 24 and len(evaluated) >= 8
     assert all(c.metadata.split == "heldout" for c in inputs.cases) and not evaluated & train_ids
@@ -115,15 +115,15 @@ def project_with_adapters(tmp_path: Path, cases, train_rows, planted: str | None
 
 
 def test_evaluate_swe_refuses_a_policy_trained_on_an_evaluated_issue(swe, tmp_path):
-    from tasks.evaluation.questions import SweEvalSettings, load_swe_inputs
+    from tasks.evaluation.question_inputs import QuestionSettings, load_question_inputs
 
     cases, _ = swe
     train = train_split_rows(cases)
     leaked = next(c.metadata.source_id for c in cases if c.metadata.split == "heldout")
     root = project_with_adapters(tmp_path, cases, train, planted=leaked)
-    settings = section(ROOT / "params.yaml", SweEvalSettings, SWE_PARAMS, "evaluate.swe")
+    settings = section(ROOT / "params.yaml", QuestionSettings, SWE_PARAMS, "evaluate.swe")
     with pytest.raises(InputError) as err:
-        load_swe_inputs(root, settings)
+        load_question_inputs(root, settings, domain="swe")
     message = str(err.value)
     assert "grpo_policy" in message and leaked in message and TRAINING_SOURCES in message
     assert "\n" not in message
@@ -131,18 +131,18 @@ def test_evaluate_swe_refuses_a_policy_trained_on_an_evaluated_issue(swe, tmp_pa
     train_settings = settings.model_copy(update={"split": "train"})
     root_clean = project_with_adapters(tmp_path / "clean", cases, train)
     with pytest.raises(InputError, match="sft_policy"):
-        load_swe_inputs(root_clean, train_settings)
+        load_question_inputs(root_clean, train_settings, domain="swe")
 
 
 def test_an_adapter_without_a_training_record_is_refused(swe, tmp_path):
-    from tasks.evaluation.questions import SweEvalSettings, load_swe_inputs
+    from tasks.evaluation.question_inputs import QuestionSettings, load_question_inputs
 
     cases, _ = swe
     root = project_with_adapters(tmp_path, cases, train_split_rows(cases))
     (root / "data" / "models" / "sft" / TRAINING_SOURCES).unlink()
-    settings = section(ROOT / "params.yaml", SweEvalSettings, SWE_PARAMS, "evaluate.swe")
+    settings = section(ROOT / "params.yaml", QuestionSettings, SWE_PARAMS, "evaluate.swe")
     with pytest.raises(InputError, match="records no training source ids"):
-        load_swe_inputs(root, settings)
+        load_question_inputs(root, settings, domain="swe")
 
 
 def test_episode_policy_rows_play_heldout_cases_only_and_stop_on_overlap(swe, tmp_path):
@@ -237,8 +237,9 @@ def test_every_construct_section_has_split_keys_with_comments():
 
 
 def test_swe_summary_report_and_stage_metrics_state_the_split(swe, tmp_path):
-    from tasks.evaluation.questions import SweEvalSettings, evaluate_swe, load_swe_inputs, split_metrics
-    from tasks.evaluation.questions.methods import PolicyQuestioner, QuestionContext, QuestionPolicyOptions
+    from tasks.evaluation.question_inputs import QuestionSettings, load_question_inputs
+    from tasks.evaluation.question_lists import evaluate_questions, split_metrics
+    from tasks.evaluation.question_methods import PolicyQuestioner, QuestionContext, QuestionPolicyOptions
     from tasks.reporting.sections import split_line
     from tasks.roles.config import RolesParams
     from tests.test_swe_eval import FakePolicy
@@ -246,13 +247,13 @@ def test_swe_summary_report_and_stage_metrics_state_the_split(swe, tmp_path):
     cases, _ = swe
     train = train_split_rows(cases)
     root = project_with_adapters(tmp_path, cases, train)
-    settings = SweEvalSettings.model_validate({"limit": 3, "bootstrap": 50, "methods": [
+    settings = QuestionSettings.model_validate({"limit": 3, "bootstrap": 50, "methods": [
         {"name": "no_questions"},
         {"name": "sft_policy", "method": "policy", "options": {"adapter": "data/models/sft/adapter"}}]})
-    inputs = load_swe_inputs(root, settings)
+    inputs = load_question_inputs(root, settings, domain="swe")
     context = QuestionContext(roles=RolesParams(), weights=inputs.weights, root=root)
     policy = PolicyQuestioner("sft_policy", context, QuestionPolicyOptions(), loader=FakePolicy)
-    summary = evaluate_swe(inputs.cases, settings, RolesParams(), tmp_path / "out", root=root, inputs=inputs,
+    summary = evaluate_questions(inputs.cases, settings, RolesParams(), tmp_path / "out", root=root, inputs=inputs,
                            methods={"sft_policy": policy})
     n_train = len({r.instance_id for r in train})
     assert summary["split"]["evaluated"] == "heldout" and summary["split"]["heldout"]["cases"] == 3

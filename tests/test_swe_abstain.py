@@ -73,8 +73,9 @@ def test_a_zero_threshold_never_abstains_and_changes_nothing(tmp_path):
 
 
 def test_the_gates_and_the_stage_metrics_accept_the_variants(evaluated):
-    from flows.evaluate import _swe_headline, metric_rows
-    from tasks.evaluation.questions import rows_frame, summary_frame
+    from tasks.evaluation.question_kind import headline as _swe_headline
+    from tasks.evaluation.question_report import rows_frame, summary_frame
+    from tasks.evaluation.stage import metric_rows
     from tasks.validation.gate import validate
     from tasks.validation.stage_metrics import check_stage_metrics
 

@@ -9,8 +9,10 @@ import time
 
 import pytest
 
-from tasks.evaluation.questions import evaluate_swe, load_swe_inputs, report_markdown
-from tasks.evaluation.questions.units import UNIT_ROLES, share_usage, usage_delta
+from tasks.evaluation.question_inputs import load_question_inputs
+from tasks.evaluation.question_lists import evaluate_questions
+from tasks.evaluation.question_report import report_markdown
+from tasks.evaluation.question_units import UNIT_ROLES, share_usage, usage_delta
 from tasks.roles.config import RoleConfig, RolesParams
 from tests.test_swe_eval import project
 
@@ -18,10 +20,10 @@ METHODS = [{"name": "no_questions"}, {"name": "ask_everything"}]
 
 
 def _units(root):
-    from tasks.evaluation.questions import UNIT_STORE
-    from tasks.evaluation.questions.units import SweUnit
+    from tasks.evaluation.question_lists import unit_store
+    from tasks.evaluation.question_units import QuestionUnit
 
-    return [SweUnit.model_validate_json(p.read_text()) for p in (root / UNIT_STORE).rglob("*.json")]
+    return [QuestionUnit.model_validate_json(p.read_text()) for p in unit_store(root, "swe").rglob("*.json")]
 
 
 def test_share_usage_sums_to_the_chunk_and_weights_unit_roles_by_questions():
@@ -60,8 +62,8 @@ def _check_rows_sum(summary, units):
 
 def test_local_backends_cost_nothing_but_take_time(tmp_path):
     root, settings = project(tmp_path, METHODS)
-    inputs = load_swe_inputs(root, settings)
-    summary = evaluate_swe(inputs.cases, settings, RolesParams(), tmp_path / "out", root=root, inputs=inputs)
+    inputs = load_question_inputs(root, settings, domain="swe")
+    summary = evaluate_questions(inputs.cases, settings, RolesParams(), tmp_path / "out", root=root, inputs=inputs)
     units = _units(root)
     asking = [u for u in units if u.method == "ask_everything"]
     assert all(set(u.usage) >= set(UNIT_ROLES) for u in asking)
@@ -102,9 +104,10 @@ def test_llm_roles_record_tokens_per_unit_and_the_rows_sum_them(tmp_path):
     llm = RoleConfig(backend="llm", model=model, max_retries=0)
     roles = RolesParams(**dict.fromkeys(UNIT_ROLES, llm))
     root, settings = project(tmp_path, METHODS)
-    inputs = load_swe_inputs(root, settings)
+    inputs = load_question_inputs(root, settings, domain="swe")
     client = LLMClient(use_cache=False)
-    summary = evaluate_swe(inputs.cases, settings, roles, tmp_path / "out", root=root, inputs=inputs, client=client)
+    summary = evaluate_questions(inputs.cases, settings, roles, tmp_path / "out", root=root, inputs=inputs,
+                                 client=client)
     units = _units(root)
     asking = [u for u in units if u.method == "ask_everything"]
     assert asking and all(u.usage[r].prompt_tokens > 0 and u.usage[r].completion_tokens > 0
@@ -134,10 +137,10 @@ def test_llm_roles_record_tokens_per_unit_and_the_rows_sum_them(tmp_path):
 
 def test_score_per_dollar_is_score_over_cost_per_case():
     from tasks.episodes.records import RoleUsage
-    from tasks.evaluation.questions.run import efficiency
-    from tasks.evaluation.questions.units import SweUnit
+    from tasks.evaluation.question_lists import efficiency
+    from tasks.evaluation.question_units import QuestionUnit
 
-    units = [SweUnit(key=str(k), method="m", case_id=str(k), source_id="s",
+    units = [QuestionUnit(key=str(k), method="m", case_id=str(k), source_id="s",
                      usage={"swe_user": RoleUsage(prompt_tokens=10, completion_tokens=2, cost_usd=0.01, latency_s=1)})
              for k in range(2)]
     eff = efficiency(units, {"weighted_recovery": 0.5, "questions_per_issue": 2.0})

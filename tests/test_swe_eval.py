@@ -14,16 +14,19 @@ import pytest
 
 from tasks.categories import Category
 from tasks.errors import InputError
-from tasks.evaluation.questions import SweEvalSettings, bridge, evaluate_swe, load_swe_inputs, rows_frame, summary_frame
-from tasks.evaluation.questions.methods import (
+from tasks.evaluation import bridge
+from tasks.evaluation.question_inputs import QuestionSettings, load_question_inputs
+from tasks.evaluation.question_lists import evaluate_questions
+from tasks.evaluation.question_methods import (
     PolicyQuestioner,
     QuestionContext,
     QuestionPolicyOptions,
     build_method,
 )
-from tasks.evaluation.questions.metrics import IssueBootstrap, method_metrics, outcome, presence_after
-from tasks.evaluation.questions.surrogate import LABEL, load_surrogate, save_surrogate
-from tasks.evaluation.questions.units import QuestionRecord, SweUnit, compute_units
+from tasks.evaluation.question_metrics import IssueBootstrap, method_metrics, outcome, presence_after
+from tasks.evaluation.question_report import rows_frame, summary_frame
+from tasks.evaluation.question_units import QuestionRecord, QuestionUnit, compute_units
+from tasks.evaluation.surrogate import LABEL, load_surrogate, save_surrogate
 from tasks.records import Brief, Case, CaseMetadata, HiddenSlot, Unit
 from tasks.rewards.config import RewardConfig
 from tasks.rewards.weights import CLARITI_WEIGHTS
@@ -202,7 +205,7 @@ def q(label, answered, redundant=False, answerable=True, intent=0) -> QuestionRe
 
 def test_recall_coverage_and_weighted_recovery_by_hand():
     toy = next(x for x in cases() if x.hidden_categories == [E, X, V])
-    unit = SweUnit(key="k", method="m", case_id=toy.case_id, source_id=toy.metadata.source_id, questions=[
+    unit = QuestionUnit(key="k", method="m", case_id=toy.case_id, source_id=toy.metadata.source_id, questions=[
         q("error_info", True),            # recovers Error Information
         q("expected_behavior", False),    # asked but unanswered: not recovered
         q("version_env", True),           # recovers Version/Environment
@@ -223,7 +226,7 @@ def test_recall_coverage_and_weighted_recovery_by_hand():
 
 def test_distinct_intents_is_the_mean_over_cases_with_questions():
     toys = cases()
-    units = [SweUnit(key=f"k{n}", method="m", case_id=c.case_id, source_id=c.metadata.source_id, questions=qs)
+    units = [QuestionUnit(key=f"k{n}", method="m", case_id=c.case_id, source_id=c.metadata.source_id, questions=qs)
              for n, (c, qs) in enumerate(zip(toys, [
                  [q("error_info", True, intent=0), q("error_info", True, intent=0), q("version_env", True, intent=1)],
                  [q("error_info", True, intent=0), q("reproduction", True, intent=1)],
@@ -291,7 +294,7 @@ def test_surrogate_is_byte_stable_and_averages_over_control_profiles(tmp_path):
 # ---- the whole evaluation -----------------------------------------------------------------------------------------
 
 
-def project(tmp_path: Path, methods: list[dict], **extra) -> tuple[Path, SweEvalSettings]:
+def project(tmp_path: Path, methods: list[dict], **extra) -> tuple[Path, QuestionSettings]:
     import pandas as pd
 
     root = tmp_path / "proj"
@@ -303,7 +306,7 @@ def project(tmp_path: Path, methods: list[dict], **extra) -> tuple[Path, SweEval
                    "version": "2.1", "my_list": "1. What error do you get exactly?\n2. Which Python version is it?"},
                   {"instance_id": "other__x-1", "repo": "o/x", "base_commit": "f00", "version": "1", "my_list": ""}],
                  ).to_excel(root / "book.xlsx", index=False)
-    settings = SweEvalSettings.model_validate({"bootstrap": 200, "methods": methods,
+    settings = QuestionSettings.model_validate({"bootstrap": 200, "methods": methods,
                                                "published": {"workbook": "book.xlsx"}, **extra})
     return root, settings
 
@@ -313,11 +316,11 @@ METHODS = [{"name": "no_questions"}, {"name": "oracle_template"}, {"name": "ask_
            {"name": "listed", "method": "published", "options": {"column": "my_list"}}]
 
 
-def run(root: Path, settings: SweEvalSettings, out: Path, fake: FakePolicy):
-    inputs = load_swe_inputs(root, settings)
+def run(root: Path, settings: QuestionSettings, out: Path, fake: FakePolicy):
+    inputs = load_question_inputs(root, settings, domain="swe")
     context = QuestionContext(roles=RolesParams(), weights=inputs.weights, root=root)
     policy = PolicyQuestioner("base_policy", context, QuestionPolicyOptions(), loader=lambda: fake)
-    return evaluate_swe(inputs.cases, settings, RolesParams(), out, root=root, inputs=inputs,
+    return evaluate_questions(inputs.cases, settings, RolesParams(), out, root=root, inputs=inputs,
                         methods={"base_policy": policy})
 
 
@@ -360,7 +363,8 @@ def test_evaluation_end_to_end_resumes_without_work_and_labels_the_surrogate(tmp
     assert [line.split(" | ")[0] for line in table[1:]] == ["| ask_everything", "| base_policy", "| listed"]
     assert "| oracle_template | oracle_template | privileged | the case's hidden categories" in rest
     assert "| no_questions | no_questions | bound | nothing" in rest
-    from flows.evaluate import _swe_headline, metric_rows
+    from tasks.evaluation.question_kind import headline as _swe_headline
+    from tasks.evaluation.stage import metric_rows
 
     stage = metric_rows(summary["methods"], summary["reference_methods"], _swe_headline)
     assert set(stage["rows"]) == {"ask_everything", "base_policy", "listed"}
@@ -471,7 +475,7 @@ def test_bridge_round_trip_and_harness_results_replace_the_surrogate(tmp_path):
     manifest = json.loads((out / "bridge" / "manifest.json").read_text())
     assert set(manifest["methods"]["oracle_template"]) == {"oracle_template__r1.jsonl", "oracle_template__r2.jsonl"}
     assert set(manifest["methods"]["listed"]) == {"listed__r1.jsonl", "listed__r2.jsonl"}  # gizmo skipped
-    one_each = [SweUnit(key="k", method="m", case_id=c.case_id, source_id=c.metadata.source_id)
+    one_each = [QuestionUnit(key="k", method="m", case_id=c.case_id, source_id=c.metadata.source_id)
                 for c in cases() if c.hidden_categories in ([E, X, V], [I])]
     assert set(bridge.export_clarified(one_each, {c.case_id: c for c in cases()}, tmp_path / "single")
                ["methods"]["m"]) == {"m.jsonl"}  # one variant per issue: one file
@@ -502,7 +506,7 @@ def test_bridge_round_trip_and_harness_results_replace_the_surrogate(tmp_path):
                  "report": str(tmp_path / "r1.json")},
                 {"method": "oracle_template", "export": str(out / "bridge" / "oracle_template__r2.jsonl"),
                  "report": str(tmp_path / "r2.json")}]
-    settings = settings.model_copy(update={"measured": SweEvalSettings.model_validate(
+    settings = settings.model_copy(update={"measured": QuestionSettings.model_validate(
         {"measured": measured}).measured})
     summary = run(root, settings, tmp_path / "out2", FakePolicy())
     assert summary["run"]["computed"] == 0
@@ -518,27 +522,27 @@ def test_bridge_round_trip_and_harness_results_replace_the_surrogate(tmp_path):
 def test_bad_inputs_fail_before_any_work(tmp_path):
     root, settings = project(tmp_path, METHODS[:1])
     with pytest.raises(InputError) as err:
-        load_swe_inputs(root, settings.model_copy(update={"cases": "missing.jsonl"}))
+        load_question_inputs(root, settings.model_copy(update={"cases": "missing.jsonl"}), domain="swe")
     assert "missing.jsonl" in str(err.value)
-    bad = SweEvalSettings.model_validate({"methods": [{"name": "x", "method": "oracle_template",
+    bad = QuestionSettings.model_validate({"methods": [{"name": "x", "method": "oracle_template",
                                                        "options": {"max_questions": 0}}]})
     with pytest.raises(InputError) as err:
-        load_swe_inputs(root, bad)
+        load_question_inputs(root, bad, domain="swe")
     assert err.value.field == "evaluate.swe.methods.0"
-    bad = SweEvalSettings.model_validate({"methods": [{"name": "p", "method": "policy",
+    bad = QuestionSettings.model_validate({"methods": [{"name": "p", "method": "policy",
                                                        "options": {"adapter": "data/models/none/adapter"}}]})
     with pytest.raises(InputError) as err:
-        load_swe_inputs(root, bad)
+        load_question_inputs(root, bad, domain="swe")
     assert err.value.field == "evaluate.swe.methods.0.options.adapter"
     with pytest.raises(InputError, match="unknown method kind"):
-        load_swe_inputs(root, SweEvalSettings.model_validate({"methods": [{"name": "nope"}]}))
+        load_question_inputs(root, QuestionSettings.model_validate({"methods": [{"name": "nope"}]}), domain="swe")
     with pytest.raises(InputError, match="unknown method"):
-        load_swe_inputs(root, settings.model_copy(update={"measured": SweEvalSettings.model_validate(
-            {"measured": [{"method": "ghost", "export": "a.jsonl", "report": "b.json"}]}).measured}))
-    with pytest.raises(ValueError, match="unique"):
-        SweEvalSettings.model_validate({"methods": [{"name": "a"}, {"name": "a"}]})
+        load_question_inputs(root, settings.model_copy(update={"measured": QuestionSettings.model_validate(
+            {"measured": [{"method": "ghost", "export": "a.jsonl", "report": "b.json"}]}).measured}), domain="swe")
+    with pytest.raises(ValueError, match="duplicate method names"):
+        QuestionSettings.model_validate({"methods": [{"name": "a"}, {"name": "a"}]})
     with pytest.raises(ValueError):
-        SweEvalSettings.model_validate({"no_such_field": 1})
+        QuestionSettings.model_validate({"no_such_field": 1})
     assert not (root / ".cache").exists()
 
 
@@ -595,19 +599,19 @@ def test_error_information_shares_of_the_published_lists():
 
 
 def test_paired_comparisons_difference_the_cases_both_methods_scored():
-    from tasks.evaluation.questions.inputs import SweEvalSettings
-    from tasks.evaluation.questions.report import paired_lines
-    from tasks.evaluation.questions.run import paired_comparisons
-    from tasks.evaluation.questions.units import RewardRecord, SweUnit
+    from tasks.evaluation.question_inputs import QuestionSettings
+    from tasks.evaluation.question_lists import paired_comparisons
+    from tasks.evaluation.question_report import paired_lines
+    from tasks.evaluation.question_units import QuestionUnit, RewardRecord
 
     def unit(method, case, total, answer="1. Which version?"):
         reward = None if total is None else RewardRecord(total=total, values={}, passed={}, stopped_at=None)
-        return SweUnit(key=f"{method}/{case}", method=method, case_id=case, source_id=case, reward=reward,
+        return QuestionUnit(key=f"{method}/{case}", method=method, case_id=case, source_id=case, reward=reward,
                        completion=answer)
 
     units = {"grpo": [unit("grpo", "c1", 0.5, "1. What error?"), unit("grpo", "c2", 0.25), unit("grpo", "c3", 1.0)],
              "sft": [unit("sft", "c1", 0.25), unit("sft", "c2", 0.25), unit("sft", "c3", None)]}
-    settings = SweEvalSettings(compare=[("grpo", "sft"), ("grpo", "base")], bootstrap=200)
+    settings = QuestionSettings(compare=[("grpo", "sft"), ("grpo", "base")], bootstrap=200)
     paired = paired_comparisons(units, settings)
     row = paired["grpo - sft"]
     assert row["cases"] == 2  # c3 has no SFT score: not paired

@@ -8,8 +8,8 @@ import json
 import pytest
 
 from tasks.categories import Category
-from tasks.evaluation.questions.personas import facts_received, persona_answers, persona_outcome
-from tasks.evaluation.questions.units import QuestionRecord, SweUnit
+from tasks.evaluation.question_personas import facts_received, persona_answers, persona_outcome
+from tasks.evaluation.question_units import QuestionRecord, QuestionUnit
 from tasks.roles.personas import CORRECTION, DONT_KNOW, Persona
 from tests.test_swe_eval import METHODS, FakePolicy, make_case, project, run
 
@@ -23,9 +23,9 @@ def case():
     return make_case("toy__toy-1", "toy/toy", ["Title", LIMIT, VERSION], SPANS, [Category.EXPECTED])
 
 
-def unit(*answers: str | None) -> SweUnit:
+def unit(*answers: str | None) -> QuestionUnit:
     """One question per answer (None: the user had no information), each classified as expected behaviour."""
-    return SweUnit(key="k", method="m", case_id=case().case_id, source_id="toy__toy-1", questions=[
+    return QuestionUnit(key="k", method="m", case_id=case().case_id, source_id="toy__toy-1", questions=[
         QuestionRecord(question=f"Question {n}?", label="expected_behavior", answered=a is not None,
                        answer=a or "I don't have that information.", redundant=False, answerable=True, intent=n)
         for n, a in enumerate(answers)])
@@ -150,7 +150,7 @@ def test_one_persona_writes_the_frontier_only_and_bad_settings_fail(tmp_path):
 
 
 def evpi_setup(tmp_path, **options):
-    from tasks.evaluation.questions.methods import EvpiOptions, EvpiQuestioner, QuestionContext
+    from tasks.evaluation.question_methods import EvpiOptions, EvpiQuestioner, QuestionContext
     from tasks.roles.config import RolesParams
     from tests.test_swe_eval import cases
 

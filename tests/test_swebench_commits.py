@@ -9,8 +9,8 @@ import pytest
 
 from tasks.domains.swe import load_issues, mask_issue
 from tasks.domains.swe.domain import swebench_issue
-from tasks.evaluation.questions import bridge
-from tasks.evaluation.questions.units import SweUnit
+from tasks.evaluation import bridge
+from tasks.evaluation.question_units import QuestionUnit
 from tasks.params import SweConstructParams
 from tests.conftest import MINI
 
@@ -36,7 +36,7 @@ def export(tmp_path, row: dict, *, through_loader: bool = False) -> list[bridge.
         issue = swebench_issue(row, Path("swebench.jsonl"), "row 1")
     cases, _ = mask_issue(issue, cfg)
     assert cases
-    units = [SweUnit(key=f"k{i}", method="no_questions", case_id=c.case_id, source_id=c.metadata.source_id)
+    units = [QuestionUnit(key=f"k{i}", method="no_questions", case_id=c.case_id, source_id=c.metadata.source_id)
              for i, c in enumerate(cases)]
     out = tmp_path / "bridge"
     bridge.export_clarified(units, {c.case_id: c for c in cases}, out)

@@ -25,7 +25,7 @@ from tasks.errors import InputError
 
 EVAL_SOURCE = "evaluate@swe"
 ABSTAIN_SUFFIX = "+abstain"
-"""evaluate@swe's abstaining variants (``tasks.evaluation.questions.abstain.SUFFIX``): a subset of their method's
+"""evaluate@swe's abstaining variants (``tasks.evaluation.abstain.SUFFIX``): a subset of their method's
 lists."""
 WORKBOOK_SOURCE = "clariti_workbook"
 Source = Literal["evaluate@swe", "clariti_workbook"]
@@ -33,7 +33,7 @@ Source = Literal["evaluate@swe", "clariti_workbook"]
 
 class EvalQuestion(BaseModel):
     """The fields of one ``rows.jsonl`` question the analysis reads
-    (``tasks.evaluation.questions.units.QuestionRecord``)."""
+    (``tasks.evaluation.question_units.QuestionRecord``)."""
 
     model_config = ConfigDict(extra="ignore")
 

@@ -51,7 +51,7 @@ if TYPE_CHECKING:
 Evaluation = Literal["episodes", "questions"]
 """``episodes``: clarifiers play the OR-Clarify loop against the simulated user over Case records and the judge
 scores slot recovery (``evaluate.<name>`` is an ``EvalSettings``). ``questions``: each method writes a question set
-for the incomplete text, answered and scored as in CLARITI (``evaluate.<name>`` is a ``SweEvalSettings``)."""
+for the incomplete text, answered and scored as in CLARITI (``evaluate.<name>`` is a ``QuestionSettings``)."""
 EVALUATIONS: tuple[Evaluation, ...] = ("episodes", "questions")
 Severity = Literal["P0", "P1", "P2"]
 

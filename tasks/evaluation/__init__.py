@@ -1,7 +1,9 @@
-"""OR-Clarify evaluation: the judge, the metrics, the recovery plot and the report (or-clarify.md §3, §4, §9).
+"""Evaluation: one engine for every kind (``stage``: settings, dispatch, gates, publication; ``engine``: the unit
+store; ``settings``: the one settings record), with a scorer per kind: ``episode_kind`` (OR-Clarify episodes: the
+loop, the judge, the metrics, the recovery plot and the report; or-clarify.md §3, §4, §9) and ``question_kind``
+(CLARITI question lists: ``question_lists``, ``question_units``, ``question_metrics``, ``question_methods``).
 
-The names below load their module on first use (PEP 562), so importing the package runs none of its modules. The
-question kind (the SWE question-set evaluation) is its subpackage, ``tasks.evaluation.questions``."""
+The names below load their module on first use (PEP 562), so importing the package runs none of its modules."""
 
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 ``limit`` of its settings. Bad input is an ``InputError``: one line naming the file, the record and the field.
 
 The episode kind (``tasks.evaluation.runs.load_cases``) also reads a folder of OR-Clarify TOML files; the question
-kind (``tasks.evaluation.questions.inputs``) also reads the CLARITI workbook's rewrite-3 cases and selects a split
+kind (``tasks.evaluation.question_inputs``) also reads the CLARITI workbook's rewrite-3 cases and selects a split
 first.
 """
 

@@ -1,7 +1,7 @@
 """Cost and efficiency, for both kinds of evaluation: a row's figures (:func:`efficiency`: tokens, USD, latency, score
 per dollar and per question, over its runs or cases) and their table, one row per ``protocol::method`` of an episode
 evaluation (``tasks.evaluation.metrics``) or per method of the SWE question evaluation (``SWE_*``,
-``swe_cost_rows``: from each method's ``efficiency`` block, ``tasks.evaluation.questions.run.efficiency``). One
+``swe_cost_rows``: from each method's ``efficiency`` block, ``tasks.evaluation.question_lists.efficiency``). One
 definition for the evaluations' ``report.md`` and the pipeline report (``tasks/reporting``); plain Python, no heavy
 imports.
 """

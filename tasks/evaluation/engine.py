@@ -2,7 +2,8 @@
 
 A **unit** is the smallest piece of an evaluation whose result is stored: one case x method x protocol x repeat for
 the episode kind (``tasks.evaluation.runs.Unit``, played and judged by ``tasks.evaluation.evaluate``), one case x
-method for the question kind (``tasks.evaluation.questions.units.SweUnit``, ``tasks.evaluation.questions.run``). Its key
+method for the question kind (``tasks.evaluation.question_units.QuestionUnit``,
+``tasks.evaluation.question_lists``). Its key
 (:func:`unit_key`) hashes everything that determines the result: what that is, the kind says (the case, the
 method's settings, the roles, the seeds, and the source of the code that computes it,
 ``tasks.caching.code_version``). A finished unit is written atomically to ``<store>/<key[:2]>/<key>.json``

@@ -18,7 +18,7 @@ log is built from them with Inspect's own records (``inspect_ai.log``) and write
 
 The log's results hold one score group per method row (``protocol::method`` or the SWE method) with its headline
 metrics and cost / efficiency figures (``tasks.evaluation.metrics.efficiency``; for a SWE method its ``efficiency``
-block, ``tasks.evaluation.questions.run.efficiency``); ``eval.metadata`` holds the run
+block, ``tasks.evaluation.question_lists.efficiency``); ``eval.metadata`` holds the run
 config and the whole summary. inspect_ai is the optional extra ``inspect`` (``make setup`` installs it); when it is
 not installed the log is skipped with one warning line.
 """

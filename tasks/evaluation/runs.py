@@ -20,58 +20,41 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from tasks.cluster import ClusterParams, fan_out
 from tasks.episodes.records import PROTOCOLS, Episode, JudgeResult, Protocol
 from tasks.evaluation import engine
 from tasks.evaluation.engine import UnitStore
-from tasks.evaluation.method_entry import NamedMethod
 from tasks.evaluation.sanity import SanitySettings
+from tasks.evaluation.settings import EvaluationSettings, MethodRow
 from tasks.records import Case
-from tasks.roles.personas import COOPERATIVE, Persona
+from tasks.roles.personas import Persona
 from tasks.store import atomic_write_json, atomic_write_text
 
 
-class MethodEntry(NamedMethod):
-    """One row of ``params.yaml: evaluate.<domain>.methods``."""
+class MethodEntry(MethodRow):
+    """One row of ``params.yaml: evaluate.<domain>.methods`` of an episode evaluation."""
 
     protocols: list[Protocol] | None = None
     """Protocols to run it under; defaults to every protocol the method supports."""
-    options: dict[str, Any] = Field(default_factory=dict)
 
 
-class EvalSettings(BaseModel):
-    """``params.yaml: evaluate.<domain>``."""
-
-    model_config = ConfigDict(extra="forbid")
+class EvalSettings(EvaluationSettings):
+    """``params.yaml: evaluate.<domain>`` of an episode evaluation (the shared fields: ``EvaluationSettings``)."""
 
     cases: str = "data/cases/optimization/cases.jsonl"
     """A cases JSONL (one Case per line) or a folder of OR-Clarify TOML files (e.g. ../shared/data/or-clarify)."""
-    case_ids: list[str] | None = None
-    limit: int | None = Field(default=None, ge=1)
+    methods: list[MethodEntry] = Field(min_length=1)
     repeats: int = Field(default=3, ge=1)
     max_turns: int = Field(default=20, ge=1)
-    seed: int = 0
-    concurrency: int = Field(default=8, ge=1)
-    task_runner: str = Field(default="threads", pattern="^(threads|dask|serial)$")
-    """threads: Prefect's ThreadPoolTaskRunner; dask: prefect-dask's DaskTaskRunner on ``params.yaml: cluster``
-    (worker processes of a local cluster, or the scheduler at ``cluster.address``); serial: one at a time in the
-    flow's thread."""
     dask_address: str | None = Field(default=None, exclude=True)
     """Moved to ``cluster.address`` (one cluster for every fan-out); only ``null`` is accepted here."""
     over_questioning_after: int = Field(default=4, ge=1)
     """Judge: question turns after the last P0/P1 hit that make a stop ``over_questioning``."""
-    bootstrap: int = Field(default=2000, ge=100)
-    methods: list[MethodEntry] = Field(min_length=1)
     run_folders: bool = False
     """Also write one folder of files per episode under ``runs/`` (transcript, judge input, events, ...); the default
     packs them into ``episodes.jsonl`` and the Inspect log, which hold the same records."""
-    personas: list[Persona] = [COOPERATIVE]
-    """The simulated user's personas (tasks/roles/personas.py). The first one (cooperative) feeds the main
-    tables; every persona played adds a row per method to the robustness table (tasks/evaluation/robustness.py)."""
-    persona_methods: list[str] | None = None
-    """Method rows (``name``) the non-first personas play; None: every row."""
     persona_repeats: int | None = Field(default=None, ge=1)
     """Repeats the non-first personas play (the first N); None: all ``repeats``."""
     sanity: SanitySettings = SanitySettings()
@@ -83,22 +66,6 @@ class EvalSettings(BaseModel):
         if value is not None:
             raise ValueError(f"moved to cluster.address (params.yaml: cluster: {{address: {value}}})")
         return None
-
-    @model_validator(mode="after")
-    def _unique(self) -> EvalSettings:
-        names = [m.name for m in self.methods]
-        dupes = sorted({n for n in names if names.count(n) > 1})
-        if dupes:
-            raise ValueError(f"duplicate method names: {', '.join(dupes)}")
-        personas = [p.name for p in self.personas]
-        if not personas or len(set(personas)) != len(personas) or self.personas[0].behaviour != "cooperative":
-            raise ValueError("personas: distinct names, the first one cooperative (the main tables' user)")
-        # with only the cooperative user no row replays anything, so the list is not checked (a copy of the params
-        # that keeps fewer rows stays valid)
-        unknown = sorted(set(self.persona_methods or ()) - set(names)) if len(self.personas) > 1 else []
-        if unknown:
-            raise ValueError(f"persona_methods: not a method row: {', '.join(unknown)}")
-        return self
 
 
 class Unit(BaseModel):

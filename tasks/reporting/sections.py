@@ -531,7 +531,7 @@ ABSTAIN_COMPARED = ("hidden_recall", "weighted_recovery", "reward_mean", "questi
 
 
 def abstention_table(block: dict[str, Any], backend: str) -> Table:
-    """evaluate@swe's abstain-with-warning block (``tasks/evaluation/questions/abstain.py``): per method, how often it
+    """evaluate@swe's abstain-with-warning block (``tasks/evaluation/abstain.py``): per method, how often it
     abstains and each compared metric asking -> abstaining (change)."""
     rows = []
     for name, row in block.get("methods", {}).items():
@@ -600,7 +600,7 @@ def _run_settings(config: dict[str, Any]) -> Table:
 
 def _metric_cells(rows: dict[str, dict[str, Any]], summary: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
     """Metric columns and one line of cells per row (``[low, high]`` from the summary's CI95)."""
-    from tasks.evaluation.questions.surrogate import base_metric
+    from tasks.evaluation.surrogate import base_metric
 
     flat = {name: _flat_cells(values) for name, values in rows.items()}
     columns = list(dict.fromkeys(c for cells in flat.values() for c in cells))

@@ -122,7 +122,7 @@ def episode_fallbacks(results: Iterable) -> dict[str, int]:
 
 
 def unit_failure_counts(units: Iterable, roles) -> list[RoleFailureCount]:
-    """Question-evaluation counts (evaluate@swe) from the computed or reused ``SweUnit`` records: per LLM role, its
+    """Question-evaluation counts (evaluate@swe) from the computed or reused ``QuestionUnit`` records: per LLM role, its
     failed requests over its requests in the units' usage; a role whose failures show only in the units (a failed
     generation ``question_writer: provider: ...``, a unit role's ``role_failures``) counts failed units over units.
     The same :func:`check_failure_rates` then gates it as it gates the episode evaluations."""

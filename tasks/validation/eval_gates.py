@@ -107,3 +107,27 @@ def gate_bridge(folder: Path, *, artifact: str, results_dir: Path | None = None)
     from tasks.validation.gate import gate
 
     gate("bridge_rows", bridge_frame(Path(folder), artifact), artifact=artifact, results_dir=results_dir)
+
+
+class EvaluationChecks:
+    """The gates an evaluation stage runs before publishing (``tasks.evaluation.stage.Checks``), each result saved
+    under ``results_dir``: handed down by the flow, since validation sits a layer above the evaluation."""
+
+    def __init__(self, results_dir: Path | None):
+        self.results_dir = results_dir
+
+    def table(self, suite: str, frame, *, artifact: str, **options) -> None:
+        from tasks.validation.gate import gate
+
+        gate(suite, frame, artifact=artifact, results_dir=self.results_dir, **options)
+
+    def recovery(self, path: Path, *, artifact: str) -> None:
+        gate_recovery(path, artifact=artifact, results_dir=self.results_dir)
+
+    def bridge(self, folder: Path, *, artifact: str) -> None:
+        gate_bridge(folder, artifact=artifact, results_dir=self.results_dir)
+
+    def stage_metrics(self, stage: str, metrics: dict, *, counts: dict) -> None:
+        from tasks.validation.stage_metrics import check_stage_metrics
+
+        check_stage_metrics(stage, metrics, counts=counts)

@@ -22,7 +22,7 @@ class SurrogateProfile(BaseModel):
 
 
 class SurrogateMeta(BaseModel):
-    """``model.json`` as :func:`tasks.evaluation.questions.surrogate.save_surrogate` writes it."""
+    """``model.json`` as :func:`tasks.evaluation.surrogate.save_surrogate` writes it."""
 
     model_config = ConfigDict(extra="allow")
 

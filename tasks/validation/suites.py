@@ -127,8 +127,8 @@ def _or_summary(E: Any, options: dict[str, Any]) -> list:
 
 
 def _swe_eval_summary(E: Any, options: dict[str, Any]) -> list:
-    """SWE evaluation summary rows (tasks.evaluation.questions.summary_frame)."""
-    from tasks.evaluation.questions.metrics import ISSUE_METRICS, QUESTION_METRICS, RATE_COLUMNS
+    """SWE evaluation summary rows (tasks.evaluation.question_report.summary_frame)."""
+    from tasks.evaluation.question_metrics import ISSUE_METRICS, QUESTION_METRICS, RATE_COLUMNS
 
     return [
         *_keyed(E, "key"),
@@ -137,7 +137,7 @@ def _swe_eval_summary(E: Any, options: dict[str, Any]) -> list:
         *_rates(E, RATE_COLUMNS),
         E.ExpectColumnValuesToBeBetween(column="category_share_sum", min_value=0.999, max_value=1.001),
         *_inside_ci(E, (*ISSUE_METRICS, *QUESTION_METRICS)),
-        # cost and efficiency (``tasks.evaluation.questions.run.efficiency``): never negative; score / $ is null at
+        # cost and efficiency (``tasks.evaluation.question_lists.efficiency``): never negative; score / $ is null at
         # zero cost
         *[E.ExpectColumnValuesToBeBetween(column=c, min_value=0.0)
           for c in ("TotalTokens", "EstimatedCostUSD", "CostPerCaseUSD", "LatencySeconds", "ScorePerDollar",
@@ -146,7 +146,7 @@ def _swe_eval_summary(E: Any, options: dict[str, Any]) -> list:
 
 
 def _swe_eval_rows(E: Any, options: dict[str, Any]) -> list:
-    """SWE evaluation rows (tasks.evaluation.questions.rows_frame)."""
+    """SWE evaluation rows (tasks.evaluation.question_report.rows_frame)."""
     return [
         *_keyed(E, "key"),
         E.ExpectColumnValuesToBeBetween(column="n_questions", min_value=0),

@@ -3,7 +3,7 @@
 Construction (:mod:`.domain`) loads the issues (:mod:`.samples`, the CLARITI workbook or SWE-bench), has the
 ``annotator`` role mark their spans and hides 1-3 categories per variant with the rule-based masker
 (:mod:`.masking`); :mod:`.workbook` reads the CLARITI workbook's rewrite-3 variants and published question lists
-for the question-set evaluation (``tasks/evaluation/questions/``). Samples: ``data/samples/swe/issues.jsonl``.
+for the question-set evaluation (``tasks/evaluation/question_lists.py``). Samples: ``data/samples/swe/issues.jsonl``.
 
 The domain object lives in :mod:`.domain` and loads on first use (PEP 562), so importing the masker or the sample
 loader does not import the annotator.

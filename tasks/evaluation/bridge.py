@@ -97,7 +97,7 @@ def export_clarified(units: Sequence[Any], cases: Mapping[str, Case], folder: Pa
                      meta: Mapping[str, Mapping[str, str]] | None = None) -> dict[str, Any]:
     """Write one JSONL per method (per round when issues have several variants) and ``manifest.json``.
 
-    ``units``: evaluated ``SweUnit`` records (skipped ones are ignored); ``meta``: instance id -> SWE-bench fields
+    ``units``: evaluated ``QuestionUnit`` records (skipped ones are ignored); ``meta``: instance id -> SWE-bench fields
     (``base_commit``, ``repo``, ``version``) where known (e.g. from the CLARITI workbook). Returns the manifest.
     """
     meta = meta or {}
@@ -105,7 +105,7 @@ def export_clarified(units: Sequence[Any], cases: Mapping[str, Case], folder: Pa
     for unit in units:
         if unit.skipped is None:
             by_method[unit.method][unit.case_id] = unit
-    manifest: dict[str, Any] = {"format": "SWE-bench-style JSONL (see tasks/evaluation/questions/bridge.py)",
+    manifest: dict[str, Any] = {"format": "SWE-bench-style JSONL (see tasks/evaluation/bridge.py)",
                                 "methods": {}}
     for method in sorted(by_method):
         chosen = by_method[method]

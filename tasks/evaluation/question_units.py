@@ -62,7 +62,7 @@ class RewardRecord(BaseModel):
     """The stages whose judges failed for this case: counted, left out of the means and of ``total``."""
 
 
-class SweUnit(BaseModel):
+class QuestionUnit(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     key: str
@@ -90,7 +90,7 @@ class SweUnit(BaseModel):
                 or any(u.failures for u in self.usage.values()))
 
 
-QUESTION_CODE = ("evaluation/questions/units.py", "evaluation/questions/methods.py", "training/prompts.py", "roles",
+QUESTION_CODE = ("evaluation/question_units.py", "evaluation/question_methods.py", "training/prompts.py", "roles",
                  "rewards", "text.py")
 """The code that determines a question unit (``tasks.caching.code_version`` of it keys the units): the methods, the
 units, the roles and their prompts, the rewards, the policy prompt and the text helpers the SWE roles use."""
@@ -170,7 +170,8 @@ def _label(output) -> str | None:
 
 
 def compute_units(cases: Sequence[Case], completions: Sequence[Any], *, method: str, keys: Sequence[str],
-                  roles: RolesParams, reward: RewardConfig, weights: dict[str, float], client=None) -> list[SweUnit]:
+                  roles: RolesParams, reward: RewardConfig, weights: dict[str, float],
+                  client=None) -> list[QuestionUnit]:
     """Answer, judge, classify and score the questions of one chunk of cases (one batched call per role)."""
     from tasks.rewards.intents import intent_clusters
     from tasks.rewards.judges import RoleJudges
@@ -233,7 +234,7 @@ def compute_units(cases: Sequence[Case], completions: Sequence[Any], *, method: 
     units = []
     for k, case in enumerate(cases):
         done = breakdowns.get(k)
-        units.append(SweUnit(
+        units.append(QuestionUnit(
             key=keys[k], method=method, case_id=case.case_id, source_id=case.metadata.source_id,
             completion=completions[k].text, skipped=completions[k].skipped, failure=completions[k].failure,
             questions=records[k],
@@ -293,7 +294,7 @@ def share_usage(delta: dict[str, dict[str, float]], questions: Sequence[int]) ->
     return out
 
 
-def unit_usage(units: Sequence[SweUnit]) -> dict[str, float | int]:
+def unit_usage(units: Sequence[QuestionUnit]) -> dict[str, float | int]:
     """The summed usage of ``units`` (all roles)."""
     rows = [u for unit in units for u in unit.usage.values()]
     return {"PromptTokens": sum(u.prompt_tokens for u in rows),

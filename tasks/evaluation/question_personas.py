@@ -35,8 +35,8 @@ from typing import Any
 
 import numpy as np
 
-from tasks.evaluation.questions.metrics import IssueBootstrap
-from tasks.evaluation.questions.units import SweUnit
+from tasks.evaluation.question_metrics import IssueBootstrap
+from tasks.evaluation.question_units import QuestionUnit
 from tasks.records import Case
 from tasks.roles.personas import CORRECTION, DONT_KNOW, Persona, first_sentence, persona_draw, terse, vague, wrong
 
@@ -62,7 +62,7 @@ def _first_line(text: str) -> str:
     return next((line.strip() for line in text.splitlines() if line.strip()), text.strip())
 
 
-def persona_answers(unit: SweUnit, persona: Persona) -> list[PersonaAnswer]:
+def persona_answers(unit: QuestionUnit, persona: Persona) -> list[PersonaAnswer]:
     """Each question's answer as ``persona`` gives it (the cooperative user's answer rewritten)."""
     kind = persona.behaviour
     misstated: set[str] = set()
@@ -93,7 +93,7 @@ def persona_answers(unit: SweUnit, persona: Persona) -> list[PersonaAnswer]:
     return out
 
 
-def recovered(case: Case, unit: SweUnit, answers: Sequence[PersonaAnswer], budget: int | None = None) -> list[str]:
+def recovered(case: Case, unit: QuestionUnit, answers: Sequence[PersonaAnswer], budget: int | None = None) -> list[str]:
     """Hidden categories with a question classified into them and truly answered (within the first ``budget``)."""
     hidden = [c.key for c in case.hidden_categories]
     pairs = list(zip(unit.questions, answers))[:budget]
@@ -130,10 +130,10 @@ class PersonaOutcome:
     corrected: bool
 
 
-def scored(case: Case, unit: SweUnit, answers: Sequence[PersonaAnswer],
+def scored(case: Case, unit: QuestionUnit, answers: Sequence[PersonaAnswer],
            weights: Mapping[str, float]) -> PersonaOutcome:
     """``answers`` (one per question of ``unit``) scored against the case's true facts."""
-    from tasks.evaluation.questions.metrics import outcome
+    from tasks.evaluation.question_metrics import outcome
 
     base = outcome(case, unit, weights, recovered=recovered(case, unit, answers))
     return PersonaOutcome(
@@ -144,11 +144,11 @@ def scored(case: Case, unit: SweUnit, answers: Sequence[PersonaAnswer],
         corrected=any(a.corrected for a in answers))
 
 
-def persona_outcome(case: Case, unit: SweUnit, persona: Persona, weights: Mapping[str, float]) -> PersonaOutcome:
+def persona_outcome(case: Case, unit: QuestionUnit, persona: Persona, weights: Mapping[str, float]) -> PersonaOutcome:
     return scored(case, unit, persona_answers(unit, persona), weights)
 
 
-def persona_row(row: Mapping[str, Any], case: Case, unit: SweUnit, persona: Persona,
+def persona_row(row: Mapping[str, Any], case: Case, unit: QuestionUnit, persona: Persona,
                 weights: Mapping[str, float]) -> dict[str, Any]:
     """A ``rows.jsonl`` row as ``persona`` answered it: its answers rewritten, its scores recomputed against the true
     facts, ``persona`` set (the Inspect log's sample metadata); no predicted resolution (the main table's only)."""
@@ -164,7 +164,7 @@ def persona_row(row: Mapping[str, Any], case: Case, unit: SweUnit, persona: Pers
 COLUMNS = ("weighted_recovery", "hidden_recall", "full_coverage_rate", "true_answer_rate", "facts_received")
 
 
-def robustness_table(cases: Mapping[str, Case], units_by_method: Mapping[str, Sequence[SweUnit]],
+def robustness_table(cases: Mapping[str, Case], units_by_method: Mapping[str, Sequence[QuestionUnit]],
                      personas: Sequence[Persona], weights: Mapping[str, float], *, n_resamples: int,
                      seed: int) -> dict[str, Any]:
     """``{"personas": [...], "rows": {method: {persona: {column: value, "CI95": {...}, "drop": x, "drop_CI95": [..],
@@ -232,7 +232,7 @@ def robustness_markdown(table: Mapping[str, Any], *, source: str) -> str:
 # ---- the frontier ---------------------------------------------------------------------------------------------
 
 
-def frontier_table(cases: Mapping[str, Case], units_by_method: Mapping[str, Sequence[SweUnit]], *,
+def frontier_table(cases: Mapping[str, Case], units_by_method: Mapping[str, Sequence[QuestionUnit]], *,
                    references: set[str], budget: int = BUDGET, n_resamples: int, seed: int) -> dict[str, Any]:
     """Hidden-category recall when every list is cut after its first q questions (q = 0..``budget``), per method:
     ``{"questions": grid, "rows": {method: {"recall", "low", "high", "area", "area_ci", "questions", "cases",

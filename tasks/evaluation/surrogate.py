@@ -86,7 +86,7 @@ def save_surrogate(fit: Any, table: Any, folder: Path, *, source: str) -> None:
         "control_columns": levels,
         "profiles": control_profiles(table, fit.feature_names),
         "rows": len(table),
-        "prediction": "mean over the control profiles, weighted by share (see tasks/evaluation/questions/surrogate.py)",
+        "prediction": "mean over the control profiles, weighted by share (see tasks/evaluation/surrogate.py)",
     })
 
 

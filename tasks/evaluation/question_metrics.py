@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 
 from tasks.categories import Category
-from tasks.evaluation.questions.units import SweUnit
+from tasks.evaluation.question_units import QuestionUnit
 from tasks.records import Case
 from tasks.rewards.config import STAGE_NAMES
 from tasks.rewards.intents import distinct_ratio
@@ -64,13 +64,13 @@ class CaseOutcome:
     predicted_resolution: float | None
 
 
-def recovered_categories(case: Case, unit: SweUnit) -> list[str]:
+def recovered_categories(case: Case, unit: QuestionUnit) -> list[str]:
     hidden = [c.key for c in case.hidden_categories]
     hit = {q.label for q in unit.questions if q.answered and q.label in hidden}
     return [h for h in hidden if h in hit]
 
 
-def outcome(case: Case, unit: SweUnit, weights: Mapping[str, float], predicted: float | None = None,
+def outcome(case: Case, unit: QuestionUnit, weights: Mapping[str, float], predicted: float | None = None,
             recovered: Sequence[str] | None = None) -> CaseOutcome:
     """The unit's scores; ``recovered``: the hidden categories it recovered when not the user's own answers (a
     persona's, ``questions.personas``)."""
@@ -86,12 +86,12 @@ def outcome(case: Case, unit: SweUnit, weights: Mapping[str, float], predicted: 
     )
 
 
-def distinct_intents(unit: SweUnit) -> float | None:
+def distinct_intents(unit: QuestionUnit) -> float | None:
     """Distinct intents / questions of one unit; None without questions."""
     return distinct_ratio([q.intent for q in unit.questions])
 
 
-def presence_after(case: Case, unit: SweUnit) -> set[str]:
+def presence_after(case: Case, unit: QuestionUnit) -> set[str]:
     """Categories the coding agent would have: those visible in the brief plus the recovered ones."""
     return {c.key for c in case.visible_categories} | set(recovered_categories(case, unit))
 
@@ -137,7 +137,7 @@ class IssueBootstrap:
 # ---- per method ---------------------------------------------------------------------------------------------
 
 
-def method_metrics(cases: Mapping[str, Case], units: Sequence[SweUnit], outcomes: Sequence[CaseOutcome], *,
+def method_metrics(cases: Mapping[str, Case], units: Sequence[QuestionUnit], outcomes: Sequence[CaseOutcome], *,
                    n_resamples: int, seed: int) -> dict[str, Any]:
     """Every metric of one method over its evaluated (not skipped) units, aligned with ``outcomes``."""
     boot = IssueBootstrap([u.source_id for u in units], n_resamples=n_resamples, seed=seed)
@@ -190,7 +190,7 @@ def method_metrics(cases: Mapping[str, Case], units: Sequence[SweUnit], outcomes
     }
 
 
-def _stopped(units: Sequence[SweUnit]) -> dict[str, int]:
+def _stopped(units: Sequence[QuestionUnit]) -> dict[str, int]:
     out: dict[str, int] = {}
     for u in units:
         key = (u.reward.stopped_at if u.reward else None) or "passed_all"
@@ -198,7 +198,7 @@ def _stopped(units: Sequence[SweUnit]) -> dict[str, int]:
     return out
 
 
-def measured_metrics(resolved: Mapping[str, bool], units: Sequence[SweUnit], *, source: str, n_resamples: int,
+def measured_metrics(resolved: Mapping[str, bool], units: Sequence[QuestionUnit], *, source: str, n_resamples: int,
                      seed: int) -> dict[str, Any]:
     """Measured resolution over the cases the harness evaluated (``resolved``: case id -> resolved)."""
     judged = [u for u in units if u.case_id in resolved]

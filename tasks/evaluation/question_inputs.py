@@ -1,6 +1,7 @@
-"""evaluate@swe's settings (``params.yaml: evaluate.swe``) and everything it reads, validated before any work:
-the cases (``tasks.evaluation.cases``, or the CLARITI workbook's rewrite 3), the methods and their files, the
-category weights, the surrogate, the workbook's published lists and the harness reports."""
+"""A question-list evaluation's settings (``params.yaml: evaluate.<domain>``, e.g. evaluate@swe) and everything it
+reads, validated before any work: the cases (``tasks.evaluation.cases``, or the CLARITI workbook's rewrite 3), the
+methods and their files, the category weights, the surrogate, the workbook's published lists and the harness
+reports."""
 
 from __future__ import annotations
 
@@ -10,25 +11,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field
 
 from tasks.cluster import Runner
 from tasks.domains.swe.workbook import PUBLISHED_COLUMNS
 from tasks.errors import InputError
-from tasks.evaluation.method_entry import NamedMethod
-from tasks.evaluation.questions.abstain import AbstainSettings
+from tasks.evaluation.abstain import AbstainSettings
+from tasks.evaluation.settings import EvaluationSettings, MethodRow
 from tasks.records import Case
-from tasks.roles.personas import COOPERATIVE, Persona
 from tasks.splits import EvalSplit
 
 WHERE = "params.yaml"
-SECTION = "evaluate.swe"
-
-
-class SweMethodEntry(NamedMethod):
-    """One row of ``evaluate.swe.methods``."""
-
-    options: dict[str, Any] = Field(default_factory=dict)
 
 
 class PublishedSettings(BaseModel):
@@ -53,74 +46,49 @@ class MeasuredEntry(BaseModel):
     """The harness report JSON for that run."""
 
 
-def _default_methods() -> list[SweMethodEntry]:
-    return [SweMethodEntry(name=n) for n in ("no_questions", "oracle_template", "ask_everything")]
+def _default_methods() -> list[MethodRow]:
+    return [MethodRow(name=n) for n in ("no_questions", "oracle_template", "ask_everything")]
 
 
-class SweEvalSettings(BaseModel):
-    """``params.yaml: evaluate.swe``."""
-
-    model_config = ConfigDict(extra="forbid")
+class QuestionSettings(EvaluationSettings):
+    """``params.yaml: evaluate.<domain>`` of a question-list evaluation such as evaluate@swe (the shared fields:
+    ``EvaluationSettings``)."""
 
     cases: str = "data/cases/swe/cases.jsonl"
     case_source: Literal["cases", "workbook_rewrite3"] = "cases"
-    """``cases``: the JSONL written by construct@swe; ``workbook_rewrite3``: the CLARITI workbook's own rewrite-3
-    variants (the text its published question sets were written for)."""
-    case_ids: list[str] | None = None
+    """``cases``: the JSONL written by construct@<domain>; ``workbook_rewrite3``: the CLARITI workbook's own rewrite-3
+    variants (the text its published question sets were written for; SWE only)."""
     split: EvalSplit = "heldout"
-    """The cases evaluated (construct@swe's split by issue; cases without one count as held out). A trained policy
-    is never scored on an issue its adapter was trained on: the stage stops instead."""
-    limit: int | None = Field(default=None, ge=1)
-    seed: int = 0
-    bootstrap: int = Field(default=2000, ge=10)
-    """Issue-level bootstrap resamples for the 95% intervals."""
-    batch_size: int = Field(default=64, ge=1)
-    """Cases per batched unit computation (one role call per role per batch)."""
+    """The cases evaluated (construct's split by source; cases without one count as held out). A trained policy
+    is never scored on a source its adapter was trained on: the stage stops instead."""
     task_runner: Runner = "serial"
     """serial: the batches one after another in the flow's thread; threads / dask: one Prefect task per batch on
-    Prefect's thread pool / the workers of ``params.yaml: cluster`` (``tasks/evaluation/questions/batches.py``)."""
+    Prefect's thread pool / the workers of ``params.yaml: cluster`` (``tasks/evaluation/question_batches.py``)."""
     concurrency: int = Field(default=4, ge=1)
     """Batches in flight under ``threads``."""
+    batch_size: int = Field(default=64, ge=1)
+    """Cases per batched unit computation (one role call per role per batch)."""
     weights: str = "data/shap/weights.json"
     """Category weights (weighted recovery, task relevance, template order); CLARITI's published ones if absent."""
     surrogate: str = "data/shap/model.txt"
     """The shap stage's classifier; predicted resolution is left out (and said so) when absent."""
-    surrogate_controls: dict[str, str] = {}
+    surrogate_controls: dict[str, str] = Field(default_factory=dict)
     """Fix control levels of the surrogate (e.g. ``{condition: interaction}``); others are averaged over."""
     published: PublishedSettings = PublishedSettings()
-    measured: list[MeasuredEntry] = []
-    methods: list[SweMethodEntry] = Field(default_factory=_default_methods, min_length=1)
-    compare: list[tuple[str, str]] = []
+    measured: list[MeasuredEntry] = Field(default_factory=list)
+    methods: list[MethodRow] = Field(default_factory=_default_methods, min_length=1)
+    compare: list[tuple[str, str]] = Field(default_factory=list)
     """Pairs ``[a, b]`` of methods compared case by case: the mean staged reward of a − b over the cases both
     scored, with a paired bootstrap interval (``summary.json: paired``), e.g. ``[grpo_policy, sft_policy]``: GRPO
     against the SFT policy it continued from, on the same held-out issues. A pair naming a method that did not run is
     skipped and said so."""
     abstain: AbstainSettings = AbstainSettings()
-    """Abstain with warning (``tasks.evaluation.questions.abstain``): off unless a threshold is set."""
-    personas: list[Persona] = [COOPERATIVE]
-    """Simulated-user personas (``tasks.evaluation.questions.personas``): the first (cooperative) is the main table's
-    user; with more, ``robustness.json`` gives every ``persona_methods`` row under each."""
-    persona_methods: list[str] | None = None
-    """The method rows of the robustness table; None: every ranked row."""
-
-    @model_validator(mode="after")
-    def _unique(self) -> SweEvalSettings:
-        names = [m.name for m in self.methods]
-        dupes = sorted({n for n in names if names.count(n) > 1})
-        if dupes:
-            raise ValueError(f"method names must be unique; repeated: {', '.join(dupes)}")
-        personas = [p.name for p in self.personas]
-        if not personas or len(set(personas)) != len(personas) or self.personas[0].behaviour != "cooperative":
-            raise ValueError("personas: distinct names, the first one cooperative (the main table's user)")
-        unknown = sorted(set(self.persona_methods or ()) - set(names))
-        if unknown:
-            raise ValueError(f"persona_methods: not a method row: {', '.join(unknown)}")
-        return self
+    """Abstain with warning (``tasks.evaluation.abstain``): off unless a threshold is set."""
 
 
 @dataclass
-class SweInputs:
-    """Everything ``evaluate_swe`` reads, validated by :func:`load_swe_inputs`."""
+class QuestionInputs:
+    """Everything ``evaluate_questions`` reads, validated by :func:`load_question_inputs`."""
 
     cases: list[Case]
     weights: dict[str, float]
@@ -134,6 +102,8 @@ class SweInputs:
     meta: dict[str, dict[str, str]]
     measured: dict[str, Any]
     """Method -> ``questions.bridge.Measured``."""
+    domain: str = ""
+    """The domain evaluated (its cases, its section ``evaluate.<domain>``, its unit store)."""
     case_notes: dict[str, int] = field(default_factory=dict)
     case_source: str = ""
     trained: dict[str, dict[str, int]] = field(default_factory=dict)
@@ -144,9 +114,9 @@ def _path(root: Path, value: str) -> Path:
     return Path(value) if Path(value).is_absolute() else root / value
 
 
-def _load_cases(root: Path, settings: SweEvalSettings) -> tuple[list[Case], dict[str, int], str]:
-    """The cases evaluated (``tasks.evaluation.cases``): construct@swe's JSONL (SWE cases, by case id) or the
-    workbook's rewrite-3 cases, then the split, ``case_ids`` and ``limit``."""
+def _load_cases(root: Path, settings: QuestionSettings, domain: str) -> tuple[list[Case], dict[str, int], str]:
+    """The cases evaluated (``tasks.evaluation.cases``): construct@<domain>'s JSONL (the domain's cases, by case id)
+    or the workbook's rewrite-3 cases, then the split, ``case_ids`` and ``limit``."""
     from tasks.evaluation.cases import read_cases, select_cases
     from tasks.splits import select
 
@@ -157,15 +127,15 @@ def _load_cases(root: Path, settings: SweEvalSettings) -> tuple[list[Case], dict
         cases, notes = rewrite3_cases(workbook)
         source = f"CLARITI workbook rewrite 3 ({workbook.name})"
     else:
-        cases = read_cases(_path(root, settings.cases), domain="swe",
-                           missing="file not found (run construct@swe first, or set evaluate.swe.cases)")
+        cases = read_cases(_path(root, settings.cases), domain=domain,
+                           missing=f"file not found (run construct@{domain} first, or set evaluate.{domain}.cases)")
         cases, notes, source = sorted(cases, key=lambda c: c.case_id), {}, settings.cases
     cases = select_cases(select(cases, settings.split), case_ids=settings.case_ids, limit=settings.limit, where=WHERE,
-                         section=SECTION, among=f" in split {settings.split!r}")
+                         section=f"evaluate.{domain}", among=f" in split {settings.split!r}")
     return cases, notes, source
 
 
-def _load_weights(root: Path, settings: SweEvalSettings) -> tuple[dict[str, float], str]:
+def _load_weights(root: Path, settings: QuestionSettings) -> tuple[dict[str, float], str]:
     from tasks.rewards.weights import CLARITI_WEIGHTS, load_weights
 
     path = _path(root, settings.weights)
@@ -179,22 +149,23 @@ def _load_weights(root: Path, settings: SweEvalSettings) -> tuple[dict[str, floa
     return dict(weights), f"shap stage weights {settings.weights} ({origin})"
 
 
-def load_swe_inputs(root: Path, settings: SweEvalSettings) -> SweInputs:
-    """Read and validate every input (cases, methods and their files, weights, surrogate, workbook, harness
-    reports); raises ``InputError(path, message, field=...)`` before any work is done."""
+def load_question_inputs(root: Path, settings: QuestionSettings, *, domain: str) -> QuestionInputs:
+    """Read and validate every input of ``evaluate.<domain>`` (cases, methods and their files, weights, surrogate,
+    workbook, harness reports); raises ``InputError(path, message, field=...)`` before any work is done."""
     from tasks.domains.swe.workbook import instance_meta, published_lists
-    from tasks.evaluation.questions.bridge import merge_measured, read_harness
-    from tasks.evaluation.questions.methods import check_method_files, parse_options
-    from tasks.evaluation.questions.surrogate import load_surrogate
+    from tasks.evaluation.bridge import merge_measured, read_harness
+    from tasks.evaluation.question_methods import check_method_files, parse_options
+    from tasks.evaluation.surrogate import load_surrogate
 
     root = Path(root)
-    cases, notes, source = _load_cases(root, settings)
+    section = f"evaluate.{domain}"
+    cases, notes, source = _load_cases(root, settings, domain)
     weights, weights_source = _load_weights(root, settings)
 
     workbook = _path(root, settings.published.workbook)
     columns: dict[str, str] = {}
     for i, entry in enumerate(settings.methods):
-        where = f"{SECTION}.methods.{i}"
+        where = f"{section}.methods.{i}"
         try:
             parsed = parse_options(entry.kind, entry.options)
         except ValueError as err:
@@ -209,7 +180,7 @@ def load_swe_inputs(root: Path, settings: SweEvalSettings) -> SweInputs:
     model_path = _path(root, settings.surrogate)
     if model_path.is_file():
         surrogate = load_surrogate(model_path)
-        surrogate.check_fixed(settings.surrogate_controls, WHERE, f"{SECTION}.surrogate_controls")
+        surrogate.check_fixed(settings.surrogate_controls, WHERE, f"{section}.surrogate_controls")
     else:
         note = f"no surrogate: {settings.surrogate} not found (run the shap stage)"
 
@@ -217,22 +188,22 @@ def load_swe_inputs(root: Path, settings: SweEvalSettings) -> SweInputs:
     parts = []
     for i, entry in enumerate(settings.measured):
         if entry.method not in names:
-            raise InputError(WHERE, f"unknown method {entry.method!r}", field=f"{SECTION}.measured.{i}.method")
+            raise InputError(WHERE, f"unknown method {entry.method!r}", field=f"{section}.measured.{i}.method")
         part = read_harness(_path(root, entry.export), _path(root, entry.report))
         if part.method != entry.method:
             raise InputError(_path(root, entry.export), f"rows are of method {part.method!r}, not {entry.method!r}",
                              field="clarifyflow_method")
         parts.append(part)
-    return SweInputs(cases=cases, weights=weights, weights_source=weights_source, surrogate=surrogate,
-                     surrogate_note=note, published=published, columns=columns, meta=meta,
+    return QuestionInputs(cases=cases, weights=weights, weights_source=weights_source, surrogate=surrogate,
+                     surrogate_note=note, published=published, columns=columns, meta=meta, domain=domain,
                      measured=merge_measured(parts), case_notes=notes, case_source=source,
                      trained=check_trained_policies(root, settings, cases))
 
 
-def check_trained_policies(root: Path, settings: SweEvalSettings, cases: Sequence[Case]) -> dict[str, dict]:
+def check_trained_policies(root: Path, settings: QuestionSettings, cases: Sequence[Case]) -> dict[str, dict]:
     """Per policy method with an adapter: its training source ids and the overlap with ``cases`` (raises
     ``InputError`` naming the adapter's record when any evaluated issue was trained on)."""
-    from tasks.evaluation.questions.methods import parse_options
+    from tasks.evaluation.question_methods import parse_options
     from tasks.splits import check_no_overlap
 
     evaluated = {c.metadata.source_id for c in cases}

@@ -1,5 +1,5 @@
 """evaluate@swe's run: every (method, case) unit from the store or computed in batches, the summary and per-case
-rows, and the outputs written to the stage's folder (``evaluate_swe``)."""
+rows, and the outputs written to the stage's folder (``evaluate_questions``)."""
 
 from __future__ import annotations
 
@@ -12,15 +12,22 @@ from typing import Any
 
 from tasks.cluster import ClusterParams
 from tasks.evaluation.engine import UnitStats
-from tasks.evaluation.questions.inputs import SweEvalSettings, SweInputs, check_trained_policies, load_swe_inputs
+from tasks.evaluation.question_inputs import (
+    QuestionInputs,
+    QuestionSettings,
+    check_trained_policies,
+)
 from tasks.records import Case
 from tasks.rewards.config import RewardConfig
 from tasks.roles.config import RolesParams
 
-UNIT_STORE = Path(".cache") / "eval" / "swe" / "units"
+
+def unit_store(root: Path, domain: str) -> Path:
+    """Where a question-list evaluation keeps its finished units: ``.cache/eval/<domain>/units``."""
+    return Path(root) / ".cache" / "eval" / domain / "units"
 
 
-def run_units(cases: Sequence[Case], settings: SweEvalSettings, roles: RolesParams, inputs: SweInputs, *,
+def run_units(cases: Sequence[Case], settings: QuestionSettings, roles: RolesParams, inputs: QuestionInputs, *,
               root: Path, reward: RewardConfig, client=None, progress: Callable[[int, int], None] | None = None,
               methods: dict | None = None, cluster: ClusterParams | None = None,
               refresh: bool = False) -> tuple[dict[str, list], UnitStats]:
@@ -28,10 +35,11 @@ def run_units(cases: Sequence[Case], settings: SweEvalSettings, roles: RolesPara
     units in case order."""
     from tasks.caching import code_version
     from tasks.evaluation.engine import UnitStore
-    from tasks.evaluation.questions.methods import QuestionContext, build_method
-    from tasks.evaluation.questions.units import QUESTION_CODE, SweUnit, unit_key
+    from tasks.evaluation.question_methods import QuestionContext, build_method
+    from tasks.evaluation.question_units import QUESTION_CODE, QuestionUnit, unit_key
 
-    store = UnitStore(Path(root) / UNIT_STORE, SweUnit, refresh=refresh)  # a unit with a role failure is not stored
+    # a unit with a role failure is not stored
+    store = UnitStore(unit_store(root, inputs.domain), QuestionUnit, refresh=refresh)
     ctx = QuestionContext(roles=roles, weights=inputs.weights, client=client, root=Path(root),
                         published=inputs.published)
     code = code_version(*QUESTION_CODE)
@@ -63,7 +71,7 @@ def run_units(cases: Sequence[Case], settings: SweEvalSettings, roles: RolesPara
                                     weights=inputs.weights, client=client)
                         for chunk, ks, label in zip(chunks, chunk_keys, labels))
         else:
-            from tasks.evaluation.questions.batches import batch_spec, run_batches
+            from tasks.evaluation.question_batches import batch_spec, run_batches
 
             if entry.name in (methods or {}):
                 raise ValueError(f"method {entry.name!r} was handed in built: it runs with task_runner: serial only")
@@ -89,7 +97,7 @@ def batch_units(method, chunk: Sequence[Case], keys: Sequence[str], *, name: str
                 reward: RewardConfig, weights: dict[str, float], client=None) -> list:
     """One batch's units in this thread: the method's completions, the units and their share of the usage that
     ``client``'s accounting (the process's default one when None) gained meanwhile."""
-    from tasks.evaluation.questions.units import compute_units, share_usage, usage_delta
+    from tasks.evaluation.question_units import compute_units, share_usage, usage_delta
     from tasks.llm.client import default_client
 
     accounting = (client or default_client()).accounting
@@ -136,7 +144,7 @@ def _predictions(surrogate, presence: list[set[str]], fixed: dict[str, str]) -> 
 
 def _row_usage(unit: Any) -> dict[str, Any]:
     """A per-case row's usage: totals (``tokens``, ``cost_usd``, ``latency_s``) and per role."""
-    from tasks.evaluation.questions.units import unit_usage
+    from tasks.evaluation.question_units import unit_usage
 
     total = unit_usage([unit])
     return {"prompt_tokens": total["PromptTokens"], "completion_tokens": total["CompletionTokens"],
@@ -151,10 +159,11 @@ EFFICIENCY_SCORE = "weighted_recovery"
 
 def efficiency(units: Sequence[Any], metrics: dict[str, Any]) -> dict[str, Any]:
     """A method row's cost and efficiency figures (``tasks.evaluation.cost_table.efficiency``, per case) from the
-    usage summed over its units (``SweUnit.usage``); the score is ``weighted_recovery`` and score / question divides
+    usage summed over its units (``QuestionUnit.usage``); the score is ``weighted_recovery`` and score / question
+    divides
     by ``questions_per_issue``."""
     from tasks.evaluation.cost_table import efficiency as cost_figures
-    from tasks.evaluation.questions.units import unit_usage
+    from tasks.evaluation.question_units import unit_usage
 
     usage = unit_usage(units)
     score = metrics.get(EFFICIENCY_SCORE)
@@ -164,23 +173,23 @@ def efficiency(units: Sequence[Any], metrics: dict[str, Any]) -> dict[str, Any]:
     return {**usage, **figures, "Cases": len(units), "Score": score, "ScoreName": EFFICIENCY_SCORE}
 
 
-def summarise(cases: Sequence[Case], units_by_method: dict[str, list], settings: SweEvalSettings, roles: RolesParams,
-              inputs: SweInputs, reward: RewardConfig) -> tuple[dict[str, Any], list[dict]]:
+def summarise(cases: Sequence[Case], units_by_method: dict[str, list], settings: QuestionSettings, roles: RolesParams,
+              inputs: QuestionInputs, reward: RewardConfig) -> tuple[dict[str, Any], list[dict]]:
     """The summary (deterministic) and the per-case rows. The ranked methods are ``methods`` (in ``method_order``);
     the reference methods (their ``questions.methods.method(reference=...)``: the oracle template, the no-questions
     floor; and every ``+abstain`` variant, whose abstention reads the full issue) are ``reference_methods`` (in
     ``reference_order``), each with its ``reference`` (kind, what it reads)."""
     from tasks.evaluation.metrics import tidy
-    from tasks.evaluation.questions.methods import reference_of
-    from tasks.evaluation.questions.metrics import (
+    from tasks.evaluation.question_methods import reference_of
+    from tasks.evaluation.question_metrics import (
         distinct_intents,
         measured_metrics,
         method_metrics,
         outcome,
         presence_after,
     )
-    from tasks.evaluation.questions.surrogate import LABEL
-    from tasks.evaluation.questions.units import UNIT_ROLES, evaluation_reward
+    from tasks.evaluation.question_units import UNIT_ROLES, evaluation_reward
+    from tasks.evaluation.surrogate import LABEL
     from tasks.roles.config import describe_roles
 
     by_id = {c.case_id: c for c in cases}
@@ -242,7 +251,7 @@ def summarise(cases: Sequence[Case], units_by_method: dict[str, list], settings:
         full = _predictions(inputs.surrogate, [{c.key for c in case.present_categories} for case in cases], fixed)
         reference = {"incomplete_issue": sum(visible) / len(visible), "full_issue": sum(full) / len(full)}
     described = describe_roles(roles)
-    from tasks.evaluation.questions.abstain import reference as abstain_reference
+    from tasks.evaluation.abstain import reference as abstain_reference
     from tasks.splits import split_counts
 
     references = {e.name: reference_of(e.kind) or abstain_reference(e.name) for e in settings.methods}
@@ -277,40 +286,40 @@ def summarise(cases: Sequence[Case], units_by_method: dict[str, list], settings:
     return tidy(summary), [tidy(r) for r in rows]
 
 
-def evaluate_swe(cases: Sequence[Case], settings: SweEvalSettings, roles: RolesParams, out_dir: Path, *, root: Path,
-                 client=None, progress: Callable[[int, int], None] | None = None, reward: RewardConfig | None = None,
-                 inputs: SweInputs | None = None, methods: dict | None = None,
-                 cluster: ClusterParams | None = None, refresh: bool = False) -> dict[str, Any]:
+def evaluate_questions(cases: Sequence[Case], settings: QuestionSettings, roles: RolesParams, out_dir: Path, *,
+                       root: Path, inputs: QuestionInputs, client=None,
+                       progress: Callable[[int, int], None] | None = None, reward: RewardConfig | None = None,
+                       methods: dict | None = None,
+                       cluster: ClusterParams | None = None, refresh: bool = False) -> dict[str, Any]:
     """Run every method on ``cases``, write the outputs into ``out_dir`` and return the summary.
 
     ``reward``: the staged reward settings (``params.yaml: reward``; default ``RewardConfig()``), judged by
-    ``roles``. ``inputs``: from :func:`load_swe_inputs` (loaded here when None; its cases are replaced by
-    ``cases``). ``methods``: name -> a prepared ``SweMethod`` (tests inject fake policies; serial runner only).
+    ``roles``. ``inputs``: from :func:`load_question_inputs` (its domain names the unit store; its cases are replaced
+    by ``cases``). ``methods``: name -> a prepared ``QuestionMethod`` (tests inject fake policies; serial runner only).
     ``cluster``: where the batches run under ``settings.task_runner: dask``. The returned summary
     equals ``summary.json`` plus a ``run`` entry (units computed / reused, seconds) that is not written.
     """
-    from tasks.evaluation.questions import plots
-    from tasks.evaluation.questions.bridge import export_clarified
-    from tasks.evaluation.questions.report import report_markdown
+    from tasks.evaluation import question_plots as plots
+    from tasks.evaluation.bridge import export_clarified
+    from tasks.evaluation.question_report import report_markdown
     from tasks.store import atomic_write_json, atomic_write_text
 
     root, out_dir = Path(root), Path(out_dir)
     reward = reward or RewardConfig()
-    inputs = inputs or load_swe_inputs(root, settings)
     cases = sorted(cases, key=lambda c: c.case_id)
     inputs.trained = check_trained_policies(root, settings, cases)  # the cases given here, not only the loaded ones
     units, stats = run_units(cases, settings, roles, inputs, root=root, reward=reward, client=client,
                              progress=progress, methods=methods, cluster=cluster, refresh=refresh)
     abstaining: list[str] = []
     if settings.abstain.threshold is not None:
-        from tasks.evaluation.questions.abstain import add_abstaining
+        from tasks.evaluation.abstain import add_abstaining
 
         settings, units, abstaining = add_abstaining(settings, units)
         inputs.columns.update({f"{n}+abstain": inputs.columns[n] for n in abstaining if n in inputs.columns})
     summary, rows = summarise(cases, units, settings, roles, inputs, reward)
     if abstaining:
+        from tasks.evaluation.abstain import abstention_block
         from tasks.evaluation.metrics import tidy
-        from tasks.evaluation.questions.abstain import abstention_block
 
         summary["abstention"] = tidy(abstention_block(summary, units, abstaining, settings.abstain.threshold))
     if settings.compare:
@@ -341,12 +350,12 @@ def evaluate_swe(cases: Sequence[Case], settings: SweEvalSettings, roles: RolesP
 
 
 def persona_outputs(out_dir: Path, cases: Sequence[Case], units: dict[str, list], summary: dict[str, Any],
-                    settings: SweEvalSettings, roles: RolesParams, inputs: SweInputs) -> str:
+                    settings: QuestionSettings, roles: RolesParams, inputs: QuestionInputs) -> str:
     """``frontier.json`` / ``frontier.png`` (every method) and, with more than one persona, ``robustness.json`` /
     ``robustness.png`` (the ``persona_methods`` rows, default every ranked one); returns their report sections."""
+    from tasks.evaluation import question_personas as personas
     from tasks.evaluation.frontier import frontier_plot
     from tasks.evaluation.metrics import tidy
-    from tasks.evaluation.questions import personas
     from tasks.evaluation.robustness import robustness_plot
     from tasks.roles.config import describe_roles
     from tasks.store import atomic_write_json
@@ -376,11 +385,11 @@ def persona_outputs(out_dir: Path, cases: Sequence[Case], units: dict[str, list]
 
 
 def persona_logs(out_dir: Path, cases: Sequence[Case], units: dict[str, list], robust: dict[str, Any],
-                 summary: dict[str, Any], settings: SweEvalSettings, inputs: SweInputs) -> None:
+                 summary: dict[str, Any], settings: QuestionSettings, inputs: QuestionInputs) -> None:
     """One Inspect log per further persona, ``persona_<name>.eval``: every robustness row's cases as that persona
     answered them (``persona`` in each sample's metadata), its robustness figures as the method scores."""
     from tasks.evaluation import inspect_log
-    from tasks.evaluation.questions.personas import persona_row
+    from tasks.evaluation.question_personas import persona_row
 
     by_id = {c.case_id: c for c in cases}
     briefs = {c.case_id: c.brief.content for c in cases}
@@ -398,7 +407,7 @@ def persona_logs(out_dir: Path, cases: Sequence[Case], units: dict[str, list], r
                                   briefs, task=f"evaluate@swe/{persona.name}")
 
 
-def paired_comparisons(units: dict[str, list], settings: SweEvalSettings) -> dict[str, Any]:
+def paired_comparisons(units: dict[str, list], settings: QuestionSettings) -> dict[str, Any]:
     """``"a - b"`` -> the mean staged-reward difference over the cases both methods scored, with its paired 95%
     bootstrap interval over those cases (``settings.compare``); a pair with a method that did not run says so."""
     from tasks.training.heldout import paired_interval
@@ -433,7 +442,7 @@ def plotted_methods(summary: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return ordered | {f"{name} (reference)": summary["reference_methods"][name] for name in summary["reference_order"]}
 
 
-def split_metrics(summary: dict[str, Any], inputs: SweInputs, settings: SweEvalSettings) -> dict[str, Any]:
+def split_metrics(summary: dict[str, Any], inputs: QuestionInputs, settings: QuestionSettings) -> dict[str, Any]:
     """The stage metrics' ``split``: the split evaluated, its counts, and each trained policy's training ids."""
     cases = {k: v for k, v in summary["split"].items() if k != "evaluated"}
     policies = {name: {"split": settings.split, "cases": summary["cases"], "source_ids": summary["issues"], **row}

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from tasks.evaluation.questions.metrics import LABELS
+from tasks.evaluation.question_metrics import LABELS
 from tasks.store import atomic_write_bytes
 
 NAMES = {"error_info": "Error Information", "reproduction": "Reproduction Steps",

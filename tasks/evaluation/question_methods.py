@@ -21,7 +21,7 @@ Kinds (``evaluate.swe.methods[].method``, default = ``name``):
 - ``published``: a fixed question list per issue from the CLARITI workbook (``options: {column: …}``); a case
   whose source issue has no list is skipped and counted.
 
-:func:`method` on each class registers its kind in :data:`SWE_METHODS` (a :class:`tasks.registry.Registry`), with
+:func:`method` on each class registers its kind in :data:`QUESTION_METHODS` (a :class:`tasks.registry.Registry`), with
 its options model and, for a reference kind, why its rows are reference rows: those are reported apart from the
 ranked methods (``reference_methods`` in the summary) and never ranked with them.
 
@@ -77,24 +77,25 @@ def by_weight(categories: Sequence[Category], weights: dict[str, float]) -> list
     return sorted(categories, key=lambda c: (-weights.get(c.key, 0.0), order.index(c)))
 
 
-SWE_METHODS: Registry[type[SweMethod]] = Registry("method kind")
+QUESTION_METHODS: Registry[type[QuestionMethod]] = Registry("method kind")
 """Method kind -> its class, in the order they are declared; metadata ``options`` (its options model, None: it takes
 no options) and ``reference`` (why its rows are reference rows, shown apart and never ranked; absent: ranked)."""
 
 
 def method(kind: str, *, options: type[BaseModel] | None = None, reference: MethodReference | None = None
-           ) -> Callable[[type[SweMethod]], type[SweMethod]]:
-    """``SWE_METHODS.register`` that also sets the class's ``kind``: the decorated class becomes method kind ``kind``,
+           ) -> Callable[[type[QuestionMethod]], type[QuestionMethod]]:
+    """``QUESTION_METHODS.register`` that also sets the class's ``kind``: the decorated class becomes method kind
+    ``kind``,
     built with its ``options`` validated by that model; a ``reference`` makes its rows reference rows."""
 
-    def wrap(cls: type[SweMethod]) -> type[SweMethod]:
+    def wrap(cls: type[QuestionMethod]) -> type[QuestionMethod]:
         cls.kind = kind
-        return SWE_METHODS.register(kind, options=options, reference=reference)(cls)
+        return QUESTION_METHODS.register(kind, options=options, reference=reference)(cls)
 
     return wrap
 
 
-class SweMethod:
+class QuestionMethod:
     kind = "base"
 
     def __init__(self, name: str, ctx: QuestionContext):
@@ -114,7 +115,7 @@ class SweMethod:
 
 @method("no_questions", reference=MethodReference(
     kind="bound", reads="nothing: asks no question (the incomplete issue alone, the floor)"))
-class NoQuestions(SweMethod):
+class NoQuestions(QuestionMethod):
     def complete(self, cases: Sequence[Case]) -> list[Completion]:
         return [Completion(text="") for _ in cases]
 
@@ -127,7 +128,7 @@ class TemplateOptions(_Options):
     max_questions: int | None = Field(default=None, ge=1, le=6)
 
 
-class _WriterMethod(SweMethod):
+class _WriterMethod(QuestionMethod):
     """Questions from the ``question_writer`` role for a list of categories per case."""
 
     def __init__(self, name: str, ctx: QuestionContext, options: TemplateOptions):
@@ -229,7 +230,7 @@ class QuestionPolicyOptions(PolicyOptions):
 
 
 @method("policy", options=QuestionPolicyOptions)
-class PolicyQuestioner(SweMethod):
+class PolicyQuestioner(QuestionMethod):
     def __init__(self, name: str, ctx: QuestionContext, options: QuestionPolicyOptions,
                  loader: Callable[[], Any] | None = None):
         super().__init__(name, ctx)
@@ -293,7 +294,7 @@ class LlmOptions(RoleConfig):
 
 
 @method("llm_questioner", options=LlmOptions)
-class LlmQuestioner(SweMethod):
+class LlmQuestioner(QuestionMethod):
     ROLE = "swe_questioner"
     """The accounting label of its calls (not a registered role)."""
 
@@ -351,7 +352,7 @@ class PublishedOptions(_Options):
 
 
 @method("published", options=PublishedOptions)
-class Published(SweMethod):
+class Published(QuestionMethod):
     def __init__(self, name: str, ctx: QuestionContext, options: PublishedOptions):
         super().__init__(name, ctx)
         self.options = options
@@ -373,16 +374,16 @@ class Published(SweMethod):
 
 def reference_of(kind: str) -> MethodReference | None:
     """Why the method kind's rows are reference rows, or None for a method ranked with the others."""
-    return SWE_METHODS.meta(kind).get("reference") if kind in SWE_METHODS else None
+    return QUESTION_METHODS.meta(kind).get("reference") if kind in QUESTION_METHODS else None
 
 
 def parse_options(kind: str, options: dict[str, Any]) -> BaseModel | None:
     """The method's options, validated (ValueError naming the first bad field)."""
     from pydantic import ValidationError
 
-    if kind not in SWE_METHODS:
-        raise ValueError(f"unknown method kind {kind!r} (known: {', '.join(SWE_METHODS.names())})")
-    model = SWE_METHODS.meta(kind)["options"]
+    if kind not in QUESTION_METHODS:
+        raise ValueError(f"unknown method kind {kind!r} (known: {', '.join(QUESTION_METHODS.names())})")
+    model = QUESTION_METHODS.meta(kind)["options"]
     if model is None:
         if options:
             raise ValueError(f"method kind {kind!r} takes no options")
@@ -395,9 +396,9 @@ def parse_options(kind: str, options: dict[str, Any]) -> BaseModel | None:
         raise ValueError(f"options.{loc}: {first['msg']}" if loc else first["msg"]) from None
 
 
-def build_method(name: str, kind: str, options: dict[str, Any], ctx: QuestionContext, **extra: Any) -> SweMethod:
+def build_method(name: str, kind: str, options: dict[str, Any], ctx: QuestionContext, **extra: Any) -> QuestionMethod:
     parsed = parse_options(kind, options)  # raises ValueError for an unknown kind
-    cls = SWE_METHODS.get(kind)
+    cls = QUESTION_METHODS.get(kind)
     return cls(name, ctx) if parsed is None else cls(name, ctx, parsed, **extra)
 
 

@@ -65,7 +65,7 @@ def own_client():
 def method_for(spec: MethodSpec) -> tuple[Any, threading.Lock]:
     """One method per spec and process (a policy loads its model once), with a client of its own and the lock its
     generations take turns under."""
-    from tasks.evaluation.questions.methods import QuestionContext, build_method
+    from tasks.evaluation.question_methods import QuestionContext, build_method
 
     key = spec.model_dump_json()
     with _METHODS_LOCK:
@@ -77,8 +77,8 @@ def method_for(spec: MethodSpec) -> tuple[Any, threading.Lock]:
 
 
 def compute_batch(batch: QuestionBatch) -> list:
-    """The batch's units (``SweUnit``), their usage shared out as in the serial run (``units.share_usage``)."""
-    from tasks.evaluation.questions.units import compute_units, share_usage, usage_delta
+    """The batch's units (``QuestionUnit``), their usage shared out as in the serial run (``units.share_usage``)."""
+    from tasks.evaluation.question_units import compute_units, share_usage, usage_delta
 
     method, lock = method_for(batch.method)
     with lock:  # one generation of this method at a time in this process: its client's usage is this batch's
@@ -98,7 +98,7 @@ def compute_batch(batch: QuestionBatch) -> list:
 def batch_spec(name: str, kind: str, options: dict[str, Any], roles: RolesParams, inputs: Any, *,
                root: Path) -> MethodSpec:
     """The spec of one ``evaluate.swe.methods`` row (``options`` with a published method's column resolved) from
-    the evaluation's inputs (``inputs.SweInputs``)."""
+    the evaluation's inputs (``inputs.QuestionInputs``)."""
     column = options.get("column") if kind == "published" else None
     return MethodSpec(name=name, kind=kind, options=options, roles=roles, weights=inputs.weights, root=root,
                       published={column: inputs.published[column]} if column in inputs.published else {})

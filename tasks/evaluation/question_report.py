@@ -77,8 +77,8 @@ def report_markdown(summary: dict[str, Any]) -> str:
     """The report section for evaluate@swe (markdown, no images): the ranked methods' table, then the reference
     rows apart (each with what it reads)."""
     from tasks.evaluation.cost_table import swe_cost_lines
-    from tasks.evaluation.questions.metrics import LABELS
-    from tasks.evaluation.questions.plots import NAMES
+    from tasks.evaluation.question_metrics import LABELS
+    from tasks.evaluation.question_plots import NAMES
 
     order = summary["method_order"]
     methods = summary["methods"]
@@ -144,7 +144,7 @@ def report_markdown(summary: dict[str, Any]) -> str:
                          for name, d in summary["roles"].items())
     notes.append(f"- Roles: {backends}.")
     if summary.get("abstention"):
-        from tasks.evaluation.questions.abstain import abstention_lines
+        from tasks.evaluation.abstain import abstention_lines
 
         lines += ["", *abstention_lines(summary["abstention"])]
     return "\n".join(lines + ["", *notes]) + "\n"
@@ -161,7 +161,7 @@ def summary_frame(summary: dict[str, Any]):
     bounds."""
     import pandas as pd
 
-    from tasks.evaluation.questions.metrics import ISSUE_METRICS, QUESTION_METRICS
+    from tasks.evaluation.question_metrics import ISSUE_METRICS, QUESTION_METRICS
 
     names = (*ISSUE_METRICS, *QUESTION_METRICS)
     every = {**summary["methods"], **summary["reference_methods"]}
@@ -187,7 +187,7 @@ def rows_frame(rows_or_dir: Sequence[dict] | Path):
     """One row per (method, case) for the ``swe_eval_rows`` suite (from the rows or the output folder)."""
     import pandas as pd
 
-    from tasks.evaluation.questions.metrics import LABELS
+    from tasks.evaluation.question_metrics import LABELS
 
     if isinstance(rows_or_dir, Path | str):
         text = (Path(rows_or_dir) / "rows.jsonl").read_text(encoding="utf-8")
