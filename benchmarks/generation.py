@@ -161,7 +161,7 @@ def worker(spec_path: Path) -> int:
     """One evaluate@swe policy workload in this process: every policy row over the cases, in the stage's batches."""
     import torch
 
-    from tasks.evaluation.question_methods import QuestionContext, build_method
+    from tasks.clarifiers.question_methods import QuestionContext, build_method
     from tasks.records import Case
 
     spec = json.loads(spec_path.read_text(encoding="utf-8"))

@@ -431,14 +431,15 @@ def test_a_registered_method_declares_its_reference_next_to_its_factory():
     from tasks.records import MethodReference
 
     try:
-        METHODS.add("peek", "tasks.clarifiers.reference:oracle",
+        METHODS.add("episodes/peek", "tasks.clarifiers.reference:oracle",
                     reference=MethodReference(kind="privileged", reads="the slots"))
-        assert reference_of("peek").reads == "the slots" and "freeqa" in METHODS
+        assert reference_of("peek").reads == "the slots" and "episodes/freeqa" in METHODS
         assert get_method("peek").name == "peek"  # the lazy "module:factory" target resolves
-        METHODS.add("peek", "tasks.clarifiers.reference:ready_now", replace=True)
+        assert reference_of("peek", "questions") is None  # an episode kind is not a question-list kind
+        METHODS.add("episodes/peek", "tasks.clarifiers.reference:ready_now", replace=True)
         assert reference_of("peek") is None
     finally:
-        METHODS.remove("peek")
+        METHODS.remove("episodes/peek")
 
 
 # ---- trained policy -----------------------------------------------------------------------------------------------

@@ -323,7 +323,7 @@ def test_the_served_policy_example_row_is_valid_options():
 
     import yaml
 
-    from tasks.evaluation.question_methods import LlmOptions
+    from tasks.clarifiers.question_methods import LlmOptions
     from tests.conftest import ROOT
 
     [row] = re.findall(r"# (- \{name: served_policy.*)", (ROOT / "params.yaml").read_text())

@@ -84,13 +84,16 @@ def test_discovery_runs_once_before_the_first_lookup_and_a_replacement_outlives_
 
 
 def test_the_project_registries_hold_what_their_modules_declare():
-    from tasks.clarifiers.base import method_names
-    from tasks.evaluation.question_methods import QUESTION_METHODS
+    from tasks.clarifiers.base import METHODS, method_names
+    from tasks.clarifiers.question_methods import question_method_names
     from tasks.rewards.stages import STAGES
 
     assert {"freeqa", "mc", "mc_d", "oracle", "ready_now", "interopt"} <= set(method_names())
-    assert QUESTION_METHODS.names() == ["no_questions", "oracle_template", "ask_everything", "evpi", "policy",
-                                   "llm_questioner", "published"]
+    assert question_method_names() == ["no_questions", "oracle_template", "ask_everything", "evpi", "policy",
+                                       "llm_questioner", "published"]
+    # one registry for the methods of both kinds of evaluation: a kind name may exist for each, never twice for one
+    assert {"episodes/evpi", "questions/evpi", "episodes/policy", "questions/policy"} <= set(METHODS.names())
+    assert all(name.split("/")[0] in ("episodes", "questions") for name in METHODS.names())
     assert set(STAGES.names()) == {"non_redundancy", "answerability", "task_relevance", "diversity"}
 
 

@@ -140,7 +140,7 @@ def test_full_fine_tuning_writes_a_whole_model_that_loads_and_passes_the_gate(tm
     # evaluation takes the folder as a policy of its own (it is its own base; no LoRA config is asked for)
     from types import SimpleNamespace
 
-    from tasks.evaluation.question_methods import check_method_files
+    from tasks.clarifiers.question_methods import check_method_files
     from tasks.training.policy import adapter_base
 
     assert adapter_base(folder) == str(folder)

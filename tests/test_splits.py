@@ -237,9 +237,9 @@ def test_every_construct_section_has_split_keys_with_comments():
 
 
 def test_swe_summary_report_and_stage_metrics_state_the_split(swe, tmp_path):
+    from tasks.clarifiers.question_methods import PolicyQuestioner, QuestionContext, QuestionPolicyOptions
     from tasks.evaluation.question_inputs import QuestionSettings, load_question_inputs
     from tasks.evaluation.question_lists import evaluate_questions, split_metrics
-    from tasks.evaluation.question_methods import PolicyQuestioner, QuestionContext, QuestionPolicyOptions
     from tasks.reporting.sections import split_line
     from tasks.roles.config import RolesParams
     from tests.test_swe_eval import FakePolicy

@@ -13,16 +13,16 @@ from pathlib import Path
 import pytest
 
 from tasks.categories import Category
-from tasks.errors import InputError
-from tasks.evaluation import bridge
-from tasks.evaluation.question_inputs import QuestionSettings, load_question_inputs
-from tasks.evaluation.question_lists import evaluate_questions
-from tasks.evaluation.question_methods import (
+from tasks.clarifiers.question_methods import (
     PolicyQuestioner,
     QuestionContext,
     QuestionPolicyOptions,
     build_method,
 )
+from tasks.errors import InputError
+from tasks.evaluation import bridge
+from tasks.evaluation.question_inputs import QuestionSettings, load_question_inputs
+from tasks.evaluation.question_lists import evaluate_questions
 from tasks.evaluation.question_metrics import IssueBootstrap, method_metrics, outcome, presence_after
 from tasks.evaluation.question_report import rows_frame, summary_frame
 from tasks.evaluation.question_units import QuestionRecord, QuestionUnit, compute_units

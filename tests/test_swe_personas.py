@@ -150,7 +150,7 @@ def test_one_persona_writes_the_frontier_only_and_bad_settings_fail(tmp_path):
 
 
 def evpi_setup(tmp_path, **options):
-    from tasks.evaluation.question_methods import EvpiOptions, EvpiQuestioner, QuestionContext
+    from tasks.clarifiers.question_methods import EvpiOptions, EvpiQuestioner, QuestionContext
     from tasks.roles.config import RolesParams
     from tests.test_swe_eval import cases
 

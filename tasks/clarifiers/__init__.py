@@ -3,7 +3,9 @@
 Each method registers where it is defined, ``@method("freeqa")`` on its factory (``reference=`` for a reference
 row: the oracle, the ready-now floor); the registry imports this package's modules on its first lookup
 (``get_method``, ``method_names``, ``reference_of``). An extension outside the package calls
-``METHODS.add(name, "module:factory", reference=...)`` (``METHODS``: a :class:`tasks.registry.Registry`).
+``METHODS.add("episodes/<kind>", "module:factory", reference=...)`` (``METHODS``: a :class:`tasks.registry.Registry`,
+the one registry of the methods of both kinds of evaluation; the question-list methods are
+``tasks.clarifiers.question_methods``, registered as ``questions/<kind>``).
 
 The method interface loads its module on first use (PEP 562); the gap inventory's records are
 ``tasks.domain_context``."""

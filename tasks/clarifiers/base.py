@@ -101,7 +101,11 @@ class BaseAgent:
 
 
 Factory = Callable[[str, dict[str, Any]], Method]
-"""What a method kind registers: it takes (display name, options) and returns a Method."""
+"""What an episode method kind registers: it takes (display name, options) and returns a Method."""
+
+EVALUATION_KINDS = ("episodes", "questions")
+"""The kinds of evaluation a method kind is registered for (``Domain.evaluation``): an episode method is a
+:data:`Factory`, a question-list method a ``tasks.clarifiers.question_methods.QuestionMethod`` class."""
 
 
 def _discover() -> None:
@@ -111,26 +115,50 @@ def _discover() -> None:
         importlib.import_module(f"{package}.{info.name}")
 
 
-METHODS: Registry[Factory] = Registry("method", discover=_discover)
-"""Method kind -> its factory (metadata ``reference``: why its rows are reference rows, absent: a ranked method).
-This package's modules are imported on the first lookup; an extension outside it adds its own kind with
-``METHODS.add(name, "module:factory", reference=...)`` (``replace=True`` to replace a kind)."""
-
-method = METHODS.register
-"""``@method("freeqa", reference=None)`` on a factory registers it as that method kind, declared where the method is
-defined; a ``reference`` (a :class:`MethodReference`) says why its rows are reference rows (shown apart, never
-ranked)."""
+METHODS: Registry[Any] = Registry("method", discover=_discover)
+"""Every clarification method kind, of both kinds of evaluation, under ``<evaluation>/<kind>`` (``episodes/freeqa``,
+``questions/evpi``: one kind name may have a version for each, as ``evpi`` and ``policy`` do); metadata
+``reference`` (why its rows are reference rows, absent: a ranked method) and, for question-list methods, ``options``
+(the options model, None: no options). This package's modules are imported on the first lookup; an extension outside
+it adds its own kind with ``METHODS.add("episodes/<kind>", "module:factory", reference=...)`` (``replace=True`` to
+replace a kind)."""
 
 
-def reference_of(kind: str) -> MethodReference | None:
+def method_key(kind: str, evaluation: str = "episodes") -> str:
+    """The registry name of a method kind of an evaluation kind."""
+    return f"{evaluation}/{kind}"
+
+
+def method(kind: str, *, evaluation: str = "episodes", **meta: Any) -> Callable[[Any], Any]:
+    """``@method("freeqa")`` on a factory registers it as that episode method kind, declared where the method is
+    defined; ``evaluation="questions"`` registers a question-list method class. A ``reference`` (a
+    :class:`MethodReference`) says why its rows are reference rows (shown apart, never ranked)."""
+    if evaluation not in EVALUATION_KINDS:
+        raise ValueError(f"method {kind!r}: evaluation must be one of {', '.join(EVALUATION_KINDS)}")
+    return METHODS.register(method_key(kind, evaluation), **meta)
+
+
+def method_names(evaluation: str = "episodes") -> list[str]:
+    """The method kinds registered for ``evaluation``, sorted."""
+    prefix = method_key("", evaluation)
+    return sorted(name.removeprefix(prefix) for name in METHODS.names() if name.startswith(prefix))
+
+
+def method_entry(kind: str, evaluation: str = "episodes") -> tuple[Any, dict[str, Any]]:
+    """The registered target of a method kind and its metadata; KeyError naming the kinds known for ``evaluation``."""
+    key = method_key(kind, evaluation)
+    if key not in METHODS:
+        raise KeyError(f"unknown method {kind!r} (known: {', '.join(method_names(evaluation))})")
+    return METHODS.get(key), METHODS.meta(key)
+
+
+def reference_of(kind: str, evaluation: str = "episodes") -> MethodReference | None:
     """Why the method kind's rows are reference rows, or None for a method ranked with the others."""
-    return METHODS.meta(kind).get("reference") if kind in METHODS else None
-
-
-def method_names() -> list[str]:
-    return sorted(METHODS.names())
+    key = method_key(kind, evaluation)
+    return METHODS.meta(key).get("reference") if key in METHODS else None
 
 
 def get_method(name: str, kind: str | None = None, options: dict[str, Any] | None = None) -> Method:
-    """Build the method registered as ``kind`` (default: ``name``) under the display name ``name``."""
-    return METHODS.get(kind or name)(name, dict(options or {}))
+    """Build the episode method registered as ``kind`` (default: ``name``) under the display name ``name``."""
+    factory, _ = method_entry(kind or name)
+    return factory(name, dict(options or {}))

@@ -13,7 +13,6 @@ from tasks.lazy_exports import lazy_exports
 
 _HOME = {
     "play": "evaluate", "write_outputs": "evaluate",
-    "read_cases": "cases", "select_cases": "cases",
     "CI_METRICS": "metrics", "COST_METRICS": "metrics", "RATE_METRICS": "metrics",
     "plot_data_path": "plots", "recovery_rows": "plots",
     "publish_report": "report",
@@ -34,15 +33,12 @@ __all__ = [
     "play",
     "plot_data_path",
     "publish_report",
-    "read_cases",
     "recovery_rows",
-    "select_cases",
     "violations",
     "write_outputs",
 ]
 
 if TYPE_CHECKING:
-    from tasks.evaluation.cases import read_cases, select_cases
     from tasks.evaluation.evaluate import play, write_outputs
     from tasks.evaluation.metrics import CI_METRICS, COST_METRICS, RATE_METRICS
     from tasks.evaluation.plots import plot_data_path, recovery_rows

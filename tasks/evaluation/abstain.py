@@ -67,7 +67,7 @@ def abstaining_unit(unit: Any, threshold: float) -> Any:
 def add_abstaining(settings: Any, units: Mapping[str, list]) -> tuple[Any, dict[str, list], list[str]]:
     """``(settings with the variants' method entries, units with the variants', the base methods)``; the variants
     follow their methods in the method list."""
-    from tasks.evaluation.question_methods import reference_of
+    from tasks.clarifiers.question_methods import reference_of
 
     cfg: AbstainSettings = settings.abstain
     assert cfg.threshold is not None

@@ -65,7 +65,7 @@ def own_client():
 def method_for(spec: MethodSpec) -> tuple[Any, threading.Lock]:
     """One method per spec and process (a policy loads its model once), with a client of its own and the lock its
     generations take turns under."""
-    from tasks.evaluation.question_methods import QuestionContext, build_method
+    from tasks.clarifiers.question_methods import QuestionContext, build_method
 
     key = spec.model_dump_json()
     with _METHODS_LOCK:

@@ -1,5 +1,5 @@
 """A question-list evaluation's settings (``params.yaml: evaluate.<domain>``, e.g. evaluate@swe) and everything it
-reads, validated before any work: the cases (``tasks.evaluation.cases``, or the CLARITI workbook's rewrite 3), the
+reads, validated before any work: the cases (``tasks.case_files``, or the CLARITI workbook's rewrite 3), the
 methods and their files, the category weights, the surrogate, the workbook's published lists and the harness
 reports."""
 
@@ -115,9 +115,9 @@ def _path(root: Path, value: str) -> Path:
 
 
 def _load_cases(root: Path, settings: QuestionSettings, domain: str) -> tuple[list[Case], dict[str, int], str]:
-    """The cases evaluated (``tasks.evaluation.cases``): construct@<domain>'s JSONL (the domain's cases, by case id)
+    """The cases evaluated (``tasks.case_files``): construct@<domain>'s JSONL (the domain's cases, by case id)
     or the workbook's rewrite-3 cases, then the split, ``case_ids`` and ``limit``."""
-    from tasks.evaluation.cases import read_cases, select_cases
+    from tasks.case_files import read_cases, select_cases
     from tasks.splits import select
 
     if settings.case_source == "workbook_rewrite3":
@@ -152,9 +152,9 @@ def _load_weights(root: Path, settings: QuestionSettings) -> tuple[dict[str, flo
 def load_question_inputs(root: Path, settings: QuestionSettings, *, domain: str) -> QuestionInputs:
     """Read and validate every input of ``evaluate.<domain>`` (cases, methods and their files, weights, surrogate,
     workbook, harness reports); raises ``InputError(path, message, field=...)`` before any work is done."""
+    from tasks.clarifiers.question_methods import check_method_files, parse_options
     from tasks.domains.swe.workbook import instance_meta, published_lists
     from tasks.evaluation.bridge import merge_measured, read_harness
-    from tasks.evaluation.question_methods import check_method_files, parse_options
     from tasks.evaluation.surrogate import load_surrogate
 
     root = Path(root)
@@ -203,7 +203,7 @@ def load_question_inputs(root: Path, settings: QuestionSettings, *, domain: str)
 def check_trained_policies(root: Path, settings: QuestionSettings, cases: Sequence[Case]) -> dict[str, dict]:
     """Per policy method with an adapter: its training source ids and the overlap with ``cases`` (raises
     ``InputError`` naming the adapter's record when any evaluated issue was trained on)."""
-    from tasks.evaluation.question_methods import parse_options
+    from tasks.clarifiers.question_methods import parse_options
     from tasks.splits import check_no_overlap
 
     evaluated = {c.metadata.source_id for c in cases}

@@ -34,8 +34,8 @@ def run_units(cases: Sequence[Case], settings: QuestionSettings, roles: RolesPar
     """Every (method, case) unit, from the store or computed in batches (on ``settings.task_runner``); per method,
     units in case order."""
     from tasks.caching import code_version
+    from tasks.clarifiers.question_methods import QuestionContext, build_method
     from tasks.evaluation.engine import UnitStore
-    from tasks.evaluation.question_methods import QuestionContext, build_method
     from tasks.evaluation.question_units import QUESTION_CODE, QuestionUnit, unit_key
 
     # a unit with a role failure is not stored
@@ -179,8 +179,8 @@ def summarise(cases: Sequence[Case], units_by_method: dict[str, list], settings:
     the reference methods (their ``questions.methods.method(reference=...)``: the oracle template, the no-questions
     floor; and every ``+abstain`` variant, whose abstention reads the full issue) are ``reference_methods`` (in
     ``reference_order``), each with its ``reference`` (kind, what it reads)."""
+    from tasks.clarifiers.question_methods import reference_of
     from tasks.evaluation.metrics import tidy
-    from tasks.evaluation.question_methods import reference_of
     from tasks.evaluation.question_metrics import (
         distinct_intents,
         measured_metrics,

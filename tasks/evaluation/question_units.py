@@ -90,7 +90,7 @@ class QuestionUnit(BaseModel):
                 or any(u.failures for u in self.usage.values()))
 
 
-QUESTION_CODE = ("evaluation/question_units.py", "evaluation/question_methods.py", "training/prompts.py", "roles",
+QUESTION_CODE = ("evaluation/question_units.py", "clarifiers/question_methods.py", "training/prompts.py", "roles",
                  "rewards", "text.py")
 """The code that determines a question unit (``tasks.caching.code_version`` of it keys the units): the methods, the
 units, the roles and their prompts, the rewards, the policy prompt and the text helpers the SWE roles use."""

@@ -319,8 +319,8 @@ def _run_unit(work: Callable[[Unit], Any], unit: Unit) -> Any:
 def load_cases(path: Path, *, case_ids: Sequence[str] | None = None, limit: int | None = None,
                section: str = "evaluate") -> list[Case]:
     """Cases from a JSONL file of Case records or a folder of OR-Clarify TOML files, then ``case_ids`` and ``limit``
-    (``tasks.evaluation.cases``; ``section``: the params section named in errors)."""
-    from tasks.evaluation.cases import read_cases, select_cases
+    (``tasks.case_files``; ``section``: the params section named in errors)."""
+    from tasks.case_files import read_cases, select_cases
 
     if path.is_dir():
         from tasks.domains.optimization.or_toml import read_cases as read_toml_cases

@@ -28,7 +28,7 @@ class MethodRow(BaseModel):
     """Display name (the report row, ``protocol::name`` for episodes) and the run-folder name."""
     method: str | None = None
     """The registered method kind (episodes: ``tasks/clarifiers/``; question lists:
-    ``tasks/evaluation/question_methods.py``); defaults to ``name``."""
+    ``tasks/clarifiers/question_methods.py``); defaults to ``name``."""
     options: dict[str, Any] = Field(default_factory=dict)
     """The method's options, validated by the kind when it is built."""
 

@@ -21,9 +21,9 @@ Kinds (``evaluate.swe.methods[].method``, default = ``name``):
 - ``published``: a fixed question list per issue from the CLARITI workbook (``options: {column: …}``); a case
   whose source issue has no list is skipped and counted.
 
-:func:`method` on each class registers its kind in :data:`QUESTION_METHODS` (a :class:`tasks.registry.Registry`), with
-its options model and, for a reference kind, why its rows are reference rows: those are reported apart from the
-ranked methods (``reference_methods`` in the summary) and never ranked with them.
+:func:`method` on each class registers its kind in the one method registry (``tasks.clarifiers.base.METHODS``, as
+``questions/<kind>``), with its options model and, for a reference kind, why its rows are reference rows: those are
+reported apart from the ranked methods (``reference_methods`` in the summary) and never ranked with them.
 
 ``complete(cases)`` returns one :class:`Completion` per case; ``fingerprint()`` (and ``case_input``) enter the
 unit cache key, so a changed adapter, model or list recomputes exactly the affected units.
@@ -42,7 +42,6 @@ from tasks.categories import Category
 from tasks.errors import InputError
 from tasks.llm.records import RoleConfig
 from tasks.records import Case, MethodReference
-from tasks.registry import Registry
 from tasks.roles.config import RolesParams
 from tasks.training.policy import PolicyOptions
 
@@ -77,20 +76,16 @@ def by_weight(categories: Sequence[Category], weights: dict[str, float]) -> list
     return sorted(categories, key=lambda c: (-weights.get(c.key, 0.0), order.index(c)))
 
 
-QUESTION_METHODS: Registry[type[QuestionMethod]] = Registry("method kind")
-"""Method kind -> its class, in the order they are declared; metadata ``options`` (its options model, None: it takes
-no options) and ``reference`` (why its rows are reference rows, shown apart and never ranked; absent: ranked)."""
-
-
 def method(kind: str, *, options: type[BaseModel] | None = None, reference: MethodReference | None = None
            ) -> Callable[[type[QuestionMethod]], type[QuestionMethod]]:
-    """``QUESTION_METHODS.register`` that also sets the class's ``kind``: the decorated class becomes method kind
-    ``kind``,
-    built with its ``options`` validated by that model; a ``reference`` makes its rows reference rows."""
+    """Register the decorated class as question-list method kind ``kind`` in the one method registry
+    (``tasks.clarifiers.base.METHODS``, as ``questions/<kind>``) and set its ``kind``; it is built with its
+    ``options`` validated by that model; a ``reference`` makes its rows reference rows."""
+    from tasks.clarifiers.base import method as register
 
     def wrap(cls: type[QuestionMethod]) -> type[QuestionMethod]:
         cls.kind = kind
-        return QUESTION_METHODS.register(kind, options=options, reference=reference)(cls)
+        return register(kind, evaluation="questions", options=options, reference=reference)(cls)
 
     return wrap
 
@@ -194,7 +189,7 @@ class EvpiQuestioner(_WriterMethod):
 
     def __init__(self, name: str, ctx: QuestionContext, options: EvpiOptions):
         super().__init__(name, ctx, options)
-        from tasks.evaluation.cases import read_cases
+        from tasks.case_files import read_cases
 
         path = Path(options.prior_cases)
         path = path if path.is_absolute() else ctx.root / path
@@ -372,18 +367,32 @@ class Published(QuestionMethod):
                 else Completion(skipped="no published list for this issue") for c in cases]
 
 
+def question_method_names() -> list[str]:
+    """The question-list method kinds, in the order they are declared."""
+    from tasks.clarifiers.base import METHODS, method_key
+
+    prefix = method_key("", "questions")
+    return [name.removeprefix(prefix) for name in METHODS.names() if name.startswith(prefix)]
+
+
 def reference_of(kind: str) -> MethodReference | None:
-    """Why the method kind's rows are reference rows, or None for a method ranked with the others."""
-    return QUESTION_METHODS.meta(kind).get("reference") if kind in QUESTION_METHODS else None
+    """Why the question-list method kind's rows are reference rows, or None for a method ranked with the others."""
+    from tasks.clarifiers.base import reference_of as registered
+
+    return registered(kind, "questions")
 
 
 def parse_options(kind: str, options: dict[str, Any]) -> BaseModel | None:
     """The method's options, validated (ValueError naming the first bad field)."""
     from pydantic import ValidationError
 
-    if kind not in QUESTION_METHODS:
-        raise ValueError(f"unknown method kind {kind!r} (known: {', '.join(QUESTION_METHODS.names())})")
-    model = QUESTION_METHODS.meta(kind)["options"]
+    from tasks.clarifiers.base import method_entry
+
+    try:
+        _, meta = method_entry(kind, "questions")
+    except KeyError:
+        raise ValueError(f"unknown method kind {kind!r} (known: {', '.join(question_method_names())})") from None
+    model = meta["options"]
     if model is None:
         if options:
             raise ValueError(f"method kind {kind!r} takes no options")
@@ -397,8 +406,10 @@ def parse_options(kind: str, options: dict[str, Any]) -> BaseModel | None:
 
 
 def build_method(name: str, kind: str, options: dict[str, Any], ctx: QuestionContext, **extra: Any) -> QuestionMethod:
+    from tasks.clarifiers.base import method_entry
+
     parsed = parse_options(kind, options)  # raises ValueError for an unknown kind
-    cls = QUESTION_METHODS.get(kind)
+    cls, _ = method_entry(kind, "questions")
     return cls(name, ctx) if parsed is None else cls(name, ctx, parsed, **extra)
 
 
