@@ -91,7 +91,7 @@ def main() -> int:
     figures = {
         "cases": len(cases), "repeats": args.repeats, "episodes": len(results), "protocol": args.protocol,
         "runner": args.runner, "latency_s": args.latency, "concurrency": args.concurrency,
-        "provider_calls": sum(calls), "provider_calls_seen_by_mock": MOCK.scripts["bench-eval-latency"].calls,
+        "provider_calls": sum(calls), "provider_calls_seen_by_mock": MOCK.scripts.get("bench-eval-latency").calls,
         "max_calls_per_episode": max(calls), "elapsed_s": round(elapsed, 2),
         "latency_ideal_s": round(ideal, 2), "ratio_vs_latency_ideal": round(elapsed / ideal, 3) if ideal else None,
         "compute_floor_s": round(floor, 2) if floor is not None else None,

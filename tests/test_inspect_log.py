@@ -135,7 +135,7 @@ def test_cost_tokens_and_latency_per_method_add_up(evaluation):
 
     judge = client.accounting.snapshot()
     assert set(judge) == {"slot_hit_judge", "or_session_judge"}
-    assert spent["calls"] + sum(u["provider_calls"] for u in judge.values()) == MOCK.scripts["priced-replay"].calls
+    assert spent["calls"] + sum(u["provider_calls"] for u in judge.values()) == MOCK.scripts.get("priced-replay").calls
     report = (evaluation["out"] / "report.md").read_text()
     assert "## Cost and efficiency" in report and "score / $" in report
 

@@ -57,20 +57,23 @@ def _echo(messages: list[dict]) -> str:
 class MockProvider(CustomLLM):
     def __init__(self) -> None:
         super().__init__()
-        self.scripts: dict[str, MockScript] = {"echo": MockScript(rule=_echo)}
+        from tasks.registry import Registry
+
+        self.scripts: Registry[MockScript] = Registry("mock script")
+        self.scripts.add("echo", MockScript(rule=_echo))
         self._lock = threading.Lock()
 
     def register(self, name: str, script: MockScript) -> str:
         with self._lock:
-            self.scripts[name] = script
+            self.scripts.add(name, script, replace=True)
         return f"mock/{name}"
 
     def _plan(self, model: str, messages: list[dict]) -> tuple[MockScript, str | None, Exception | None]:
         import litellm
 
-        script = self.scripts.get(model)
+        script = self.scripts.get(model) if model in self.scripts else None
         if script is None:
-            known = ", ".join(sorted(self.scripts))
+            known = ", ".join(sorted(self.scripts.names()))
             return MockScript(), None, litellm.BadRequestError(
                 message=f"no mock script named {model!r} (registered: {known})", model=model, llm_provider="mock"
             )
@@ -109,7 +112,7 @@ class MockProvider(CustomLLM):
         return script, text, None
 
     def _respond(self, model: str, messages: list[dict], text: str):
-        script = self.scripts.get(model)
+        script = self.scripts.get(model) if model in self.scripts else None
         if script is not None and script.call_log:
             with self._lock, open(script.call_log, "a", encoding="utf-8") as log:
                 log.write(f"{model}\n")
@@ -174,7 +177,8 @@ def replay_local(name: str, *, latency_s: float = 0.0, call_log: str | None = No
 def prime_replay(model: str, spec, inputs, domain=None) -> None:
     """Before an LLM-backend role call on a replay script: store the local answer for each input's messages (both
     in ``domain``, the call's)."""
-    script = MOCK.scripts.get(model.split("/", 1)[1]) if model.startswith("mock/") else None
+    name = model.split("/", 1)[1] if model.startswith("mock/") else None
+    script = MOCK.scripts.get(name) if name in MOCK.scripts else None
     if script is None or script.replay is None:
         return
     outputs = spec.run_local(list(inputs), domain)
