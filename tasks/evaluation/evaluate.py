@@ -2,8 +2,8 @@
 
 ``play`` returns one :class:`UnitResult` per unit, taking finished units from the store; ``write_outputs`` writes
 the episodes (``episodes.jsonl``, the Inspect log, run directories on request), the summary, the recovery curves and
-the report into a (staging) folder and returns the summary. The flow (flows/evaluate.py) gates and publishes that
-folder.
+the report into a (staging) folder and returns the summary. The engine (``tasks/evaluation/stage.py``) gates and
+publishes that folder.
 """
 
 from __future__ import annotations

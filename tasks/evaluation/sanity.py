@@ -16,10 +16,10 @@ benchmark that can support a conclusion:
 (``warn``) or skips the check (``off``).
 
 The thresholds, ``allowed_ties`` and ``at_floor`` were set on the local roles. When any evaluation role runs on a
-model (``flows/evaluate.py: check_ladder(..., served=True)``), the ladder reports instead of gating: its violations are
-printed and published under ``sanity`` in the stage metrics, whatever ``check`` says (except ``off``). A served
-model's oracle need not reach 95 %, and its rows may tie because they all score 0; a gate no served model can pass
-would publish nothing (docs/served-models.md).
+model (``tasks/evaluation/episode_kind.py: check_ladder(..., served=True)``), the ladder reports instead of gating:
+its violations are printed and published under ``sanity`` in the stage metrics, whatever ``check`` says (except
+``off``). A served model's oracle need not reach 95 %, and its rows may tie because they all score 0; a gate no
+served model can pass would publish nothing (docs/served-models.md).
 """
 
 from __future__ import annotations
