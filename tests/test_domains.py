@@ -20,7 +20,7 @@ from tests.conftest import ROOT, SAMPLES
 
 def test_registry_lists_the_shipped_domains_and_refuses_unknown_names():
     assert {"swe", "optimization", "analytics"} <= set(domain_names())
-    assert not {"api", "units", "or_toml", "template"} & set(domain_names())
+    assert not {"api", "units", "or_toml", "template", "question_template"} & set(domain_names())
     for bad in ("../etc", "Swe", "units", "api", "x", "a b"):
         assert module_name(bad) is None
     with pytest.raises(DomainError, match="unknown domain 'nonsense'"):

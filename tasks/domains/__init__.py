@@ -22,7 +22,7 @@ from tasks.registry import Registry
 __all__ = ["DOMAINS", "HELPERS", "ConstructResult", "Domain", "DomainContext", "Eligibility", "domain_context",
            "domain_names", "get_domain", "module_name"]
 
-HELPERS = frozenset({"api", "units", "template"})
+HELPERS = frozenset({"api", "units", "template", "question_template"})
 """Modules in this package that are not domains."""
 FOLDER = Path(__file__).parent
 

@@ -8,7 +8,9 @@
 - ``choose_hidden(record_id, eligible, cfg)``: the masking policy (default: about ``hide_fraction`` of the
   candidates, at least ``min_hidden``, at most ``max_hidden``, seeded per record, one case per record);
 - ``severity`` / ``reference_questions`` / ``simulated_answer`` / ``slot_name`` / ``hit_rule`` / ``failure_modes``
-  (or ``annotate_many`` for a role-backed annotator): each hidden unit's slot rubric.
+  (or ``annotate_many`` for a role-backed annotator): each hidden unit's slot rubric;
+- ``case_categories(units, hidden_ids)``: the CLARITI categories a question-list domain's case is present, hidden
+  and visible in (default: none, for episode domains).
 
 The public brief is rendered by the shared ``rewriter`` role (local: the visible units joined in order). Cases are
 the unified ``Case`` records; ``cases.jsonl`` is written and gated by the ``unit_cases`` suite (unique ids, hidden
@@ -230,6 +232,7 @@ def build_unit_chunk(domain: str, records_in: list[dict], cfg: dict, roles: dict
             brief=Brief(content=text, visible_unit_ids=[u.id for u in plan["units"] if u.id not in plan["hidden"]]),
             full_text="\n\n".join(u.content for u in plan["units"]),
             extra=dom.case_extra(record, plan["decisions"]),
+            **dom.case_categories(plan["units"], plan["hidden"]),
         )
         cases.append(case.model_dump(mode="json"))
     usage = client.accounting.snapshot()
@@ -368,6 +371,12 @@ class UnitDomain:
         if self.simulator:
             extra["simulator"] = dict(self.simulator)
         return extra
+
+    def case_categories(self, units: Sequence[Unit], hidden_ids: Sequence[str]) -> dict[str, Any]:
+        """Case fields a question-list evaluation reads (``present_categories``, ``hidden_categories``,
+        ``visible_categories``: CLARITI categories) for a case of ``units`` hiding ``hidden_ids``; empty (the fields'
+        defaults) for an episode domain."""
+        return {}
 
     # ---- evaluation hooks ----------------------------------------------------------------------------------------
 

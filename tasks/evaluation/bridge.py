@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -91,6 +91,14 @@ def rounds(case_ids: Sequence[str], source_of: Mapping[str, str]) -> list[list[s
         by_issue[source_of[cid]].append(cid)
     depth = max((len(v) for v in by_issue.values()), default=0)
     return [sorted(v[r] for v in by_issue.values() if len(v) > r) for r in range(depth)]
+
+
+def has_repositories(cases: Iterable[Case], meta: Mapping[str, Mapping[str, str]] | None = None) -> bool:
+    """Whether the cases are issues of code repositories, so a SWE-bench-style export applies: some case names its
+    repository (``extra.repo``, or the workbook's ``repo`` for its source id). A question-list domain of other
+    reports (a scaffolded one) has none: it gets no ``bridge/`` folder and no bridge gate."""
+    meta = meta or {}
+    return any(case.extra.get("repo") or meta.get(case.metadata.source_id, {}).get("repo") for case in cases)
 
 
 def export_clarified(units: Sequence[Any], cases: Mapping[str, Case], folder: Path,

@@ -46,12 +46,15 @@ def score(prepared: Prepared, staging: Path, *, client, refresh: bool, progress)
 
 
 def gate(prepared: Prepared, staging: Path, scored: Scored, *, checks, artifact: str) -> dict[str, Any]:
-    """The summary, the per-case rows and the SWE-bench-style exports through their suites."""
+    """The summary, the per-case rows and (for issues of code repositories) the SWE-bench-style exports through
+    their suites."""
+    from tasks.evaluation.bridge import has_repositories
     from tasks.evaluation.question_report import rows_frame, summary_frame
 
     checks.table("swe_eval_summary", summary_frame(scored.summary), artifact=f"{artifact}/summary.json")
     checks.table("swe_eval_rows", rows_frame(staging), artifact=f"{artifact}/rows.jsonl")
-    checks.bridge(staging / "bridge", artifact=f"{artifact}/bridge")
+    if has_repositories(prepared.inputs.cases, prepared.inputs.meta):  # else no export was written (not a repo)
+        checks.bridge(staging / "bridge", artifact=f"{artifact}/bridge")
     return {}
 
 

@@ -300,7 +300,7 @@ def evaluate_questions(cases: Sequence[Case], settings: QuestionSettings, roles:
     equals ``summary.json`` plus a ``run`` entry (units computed / reused, seconds) that is not written.
     """
     from tasks.evaluation import question_plots as plots
-    from tasks.evaluation.bridge import export_clarified
+    from tasks.evaluation.bridge import export_clarified, has_repositories
     from tasks.evaluation.question_report import report_markdown
     from tasks.store import atomic_write_json, atomic_write_text
 
@@ -338,8 +338,9 @@ def evaluate_questions(cases: Sequence[Case], settings: QuestionSettings, roles:
     ordered = plotted_methods(summary)
     plots.category_plot(ordered, out_dir / "category_distribution.png")
     plots.recovery_plot(ordered, out_dir / "questions_vs_recovery.png")
-    export_clarified([u for name in units for u in units[name]], {c.case_id: c for c in cases}, out_dir / "bridge",
-                     inputs.meta)
+    if has_repositories(cases, inputs.meta):  # SWE-bench-style exports: only for issues of code repositories
+        export_clarified([u for name in units for u in units[name]], {c.case_id: c for c in cases},
+                         out_dir / "bridge", inputs.meta)
     sections = persona_outputs(out_dir, cases, units, summary, settings, roles, inputs)
     atomic_write_text(out_dir / "report.md", report_markdown(without_wall_clock(summary)) + sections)
     from tasks.roles.failures import unit_failure_counts
