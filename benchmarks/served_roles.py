@@ -4,9 +4,10 @@ one role at a time, with its wall time, prompt and completion tokens, provider c
     .venv/bin/python benchmarks/served_roles.py
 
 The requests are the slow test's own (``tests/test_served_roles.py: send_each``: the role's example input, 96
-tokens, the server's dialect). The script starts its own llama-cpp-python server (the ``serve`` extra) on a free port
-in a temporary folder and stops it. Results go to stdout and ``benchmarks/results/served_roles/<UTC date>.json``
-with the load average: run it on an otherwise idle machine.
+tokens, the server's dialect, a cut reply counted without the retry at twice the budget). The script starts its own
+llama-cpp-python server (the ``serve`` extra) on a free port in a temporary folder and stops it. Results go to stdout
+and ``benchmarks/results/served_roles/<UTC date>-<server>.json`` with the load average at the start and the end: run
+it on an otherwise idle machine.
 """
 
 from __future__ import annotations
@@ -53,14 +54,15 @@ def main() -> int:
             print(json.dumps(rows[-1]), flush=True)
     finally:
         server.stop(folder)
-    result = {"max_tokens": TEST_MAX_TOKENS, "load_average_at_start": load, "server_start_s": round(start_s, 2),
-              "calls_s": round(sum(r["seconds"] for r in rows), 1), "roles": len(rows),
+    result = {"server": "llama_cpp.server", "max_tokens": TEST_MAX_TOKENS, "load_average_at_start": load,
+              "server_start_s": round(start_s, 2), "calls_s": round(sum(r["seconds"] for r in rows), 1),
+              "roles": len(rows), "load_average_at_end": os.getloadavg()[0],
               "parsed": sum(r["failure"] is None for r in rows),
               "prompt_tokens": sum(r["prompt_tokens"] for r in rows),
               "completion_tokens": sum(r["completion_tokens"] for r in rows),
               "provider_calls": sum(r["provider_calls"] for r in rows), "rows": rows}
     OUT.mkdir(parents=True, exist_ok=True)
-    path = OUT / f"{datetime.now(UTC):%Y-%m-%d}.json"
+    path = OUT / f"{datetime.now(UTC):%Y-%m-%d}-{result['server']}.json"
     path.write_text(json.dumps(result, indent=1) + "\n")
     print({k: v for k, v in result.items() if k != "rows"})
     print(f"written: {path.relative_to(ROOT)}")

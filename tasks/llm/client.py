@@ -342,8 +342,12 @@ class LLMClient:
         backoff_max_s: float = 30.0,
         seed: int | None = None,
         keep_reasoning: bool = False,
+        retry_truncated: bool = True,
     ):
         self._cache = cache
+        self.retry_truncated = retry_truncated
+        """A structured reply cut by the token limit is retried once with twice the budget; False fails it as
+        ``truncated`` at once (the served-roles test: the retry adds seconds and changes no outcome it checks)."""
         self.reasoning_log: list[dict] | None = [] if keep_reasoning else None
         """With ``keep_reasoning``: ``{role, model, reasoning}`` of each call whose reply carried reasoning (cache hits
         included), in call order (an episode's client keeps it for the episode's logs)."""
@@ -459,7 +463,7 @@ class LLMClient:
             if cut:
                 self.accounting.add(role, model=cfg.model, truncated=1)
             if cut and (schema is not None or not content):  # cut free text with an answer is kept (counted)
-                if budget == cfg.max_tokens:
+                if budget == cfg.max_tokens and self.retry_truncated:
                     budget = 2 * cfg.max_tokens  # once, with twice the budget
                     continue
                 raise LLMCallFailed("truncated", f"the reply was cut at max_tokens={budget} (finish_reason length; "
