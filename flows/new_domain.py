@@ -114,7 +114,6 @@ def module_text(name: str, evaluation: str = "episodes") -> str:
     replacements = {
         first: head,
         f'NAME = "{module}"': f'NAME = "{name}"',
-        f"{camel(module)}ConstructParams": f"{camel(name)}ConstructParams",
         f"{camel(module)}Domain": f"{camel(name)}Domain",
         f"data/samples/{module}/": f"data/samples/{name}/",
     }
@@ -162,14 +161,15 @@ datasets) and say here where they come from and under which licence.
 """
 
 
-def test_text(name: str) -> str:
-    return f'''"""The {name} domain (scaffolded): it satisfies the domain API, its records become cases that pass
-the gate's checks, and its local agents ask about what a brief leaves open."""
+def _test_common(name: str, docstring: str, imports: str = "", api_check: str = "") -> str:
+    """The shared head of a scaffolded domain's test: its imports, its cases built with the local roles, the API and
+    gate checks (``api_check``: a further condition on the domain)."""
+    return f'''"""{docstring}"""
 
 from __future__ import annotations
 
 from pathlib import Path
-
+{imports}
 from tasks.domains import ConstructResult, get_domain
 from tasks.domains.api import check_domain
 from tasks.domains.units import build_unit_chunk
@@ -188,7 +188,7 @@ def _cases() -> list[Case]:
 
 
 def test_the_domain_satisfies_the_api():
-    assert check_domain(DOMAIN) == []
+    assert check_domain(DOMAIN) == []{api_check}
 
 
 def test_records_become_cases_that_pass_the_gate_checks():
@@ -197,55 +197,31 @@ def test_records_become_cases_that_pass_the_gate_checks():
     _, table = DOMAIN.validation_table(ConstructResult(cases=cases, metrics={{}}))
     checks = [column for column in table.columns if table[column].dtype == bool]
     assert checks and table[checks].all().all(), table[checks]
+'''
 
+
+def test_text(name: str) -> str:
+    docstring = (f"The {name} domain (scaffolded): it satisfies the domain API, its records become cases that pass\n"
+                 "the gate's checks, and its local agents ask about what a brief leaves open.")
+    return _test_common(name, docstring) + '''
 
 def test_local_agents_ask_about_the_hidden_kinds():
     for case in _cases():
-        asked = {{gap.key for gap in DOMAIN.gap_inventory.gaps(case.brief.content)}}
-        hidden = {{u.kind for u in case.units if any(u.id in s.unit_ids for s in case.hidden_slots)}}
+        asked = {gap.key for gap in DOMAIN.gap_inventory.gaps(case.brief.content)}
+        hidden = {u.kind for u in case.units if any(u.id in s.unit_ids for s in case.hidden_slots)}
         assert hidden & asked, (case.case_id, hidden, asked)
 '''
 
 
 def question_test_text(name: str) -> str:
-    return f'''"""The {name} domain (scaffolded): it satisfies the domain API, its records become cases that pass
-the gate's checks and hide whole CLARITI categories, and its params entry is a valid question-list evaluation."""
-
-from __future__ import annotations
-
-from pathlib import Path
-
-import yaml
-
-from tasks.domains import ConstructResult, get_domain
-from tasks.domains.api import check_domain
-from tasks.domains.units import build_unit_chunk
-from tasks.evaluation.question_inputs import QuestionSettings
-from tasks.records import Case
-
-ROOT = Path(__file__).resolve().parents[1]
-DOMAIN = get_domain("{name}")
-
-
-def _cases() -> list[Case]:
-    cfg = DOMAIN.params_model()
-    records = [r.model_dump(mode="json") for r in DOMAIN.load_records(cfg, ROOT)]
-    out = build_unit_chunk(DOMAIN.name, records, cfg.model_dump(mode="json"), {{"rewriter": {{"backend": "local"}}}})
-    assert out["failures"] == []
-    return [Case.model_validate(c) for c in out["cases"]]
-
-
-def test_the_domain_satisfies_the_api():
-    assert check_domain(DOMAIN) == [] and DOMAIN.evaluation == "questions"
-
-
-def test_records_become_cases_that_pass_the_gate_checks():
-    cases = _cases()
-    assert cases and all(c.hidden_slots for c in cases)
-    _, table = DOMAIN.validation_table(ConstructResult(cases=cases, metrics={{}}))
-    checks = [column for column in table.columns if table[column].dtype == bool]
-    assert checks and table[checks].all().all(), table[checks]
-
+    docstring = (f"The {name} domain (scaffolded): it satisfies the domain API, its records become cases that pass\n"
+                 "the gate's checks and hide whole CLARITI categories, and its params entry is a valid question-list "
+                 "evaluation.")
+    head = _test_common(name, docstring, imports="\nimport yaml\n", api_check=' and DOMAIN.evaluation == "questions"')
+    head = head.replace("from tasks.domains.units import build_unit_chunk\n",
+                        "from tasks.domains.units import build_unit_chunk\n"
+                        "from tasks.evaluation.question_inputs import QuestionSettings\n")
+    return head + f'''
 
 def test_cases_hide_whole_categories():
     for case in _cases():

@@ -27,8 +27,9 @@ from typing import Any
 from tasks.categories import DEFINITIONS, Category
 from tasks.domain_context import JudgeHints
 from tasks.domains.api import Severity, Taxonomy
-from tasks.domains.units import UnitConstructParams, UnitDomain
+from tasks.domains.units import UnitDomain
 from tasks.records import Unit
+from tasks.text import cue_scores
 
 NAME = "question_template"
 CATEGORIES = tuple(c.key for c in Category)
@@ -101,16 +102,12 @@ _CUES = {kind: [(re.compile(p, re.IGNORECASE), w) for p, w in cues] for kind, cu
 
 
 def classify(text: str, *, first: bool = False, structured: bool = False) -> str:
-    points = {kind: sum(w for p, w in _CUES.get(kind, []) if p.search(text)) for kind in KINDS}
+    points = cue_scores(text, _CUES, KINDS)
     if first:
         points["context"] += 2.0
     if structured:  # a code block, table or log excerpt: most often the symptom
         points["error_info"] += 1.0
     return max(reversed(KINDS), key=lambda kind: points[kind])
-
-
-class QuestionTemplateConstructParams(UnitConstructParams):
-    samples_path: str | None = f"data/samples/{NAME}/records.jsonl"
 
 
 class QuestionTemplateDomain(UnitDomain):
@@ -122,7 +119,6 @@ class QuestionTemplateDomain(UnitDomain):
                              analyst="a developer",
                              core="P0 decides whether the failure can be seen and fixed at all; P1 makes finding it "
                                   "much slower.")
-    params_model = QuestionTemplateConstructParams
     user_aspects = ASPECTS
 
     def decompose(self, record: Any) -> list[Unit]:

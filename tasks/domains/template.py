@@ -18,8 +18,9 @@ from typing import Any
 
 from tasks.domain_context import JudgeHints
 from tasks.domains.api import Severity, Taxonomy
-from tasks.domains.units import KindGapInventory, UnitConstructParams, UnitDomain
+from tasks.domains.units import KindGapInventory, UnitDomain
 from tasks.records import Unit
+from tasks.text import cue_scores
 
 NAME = "template"
 KINDS = ("context", "given", "goal", "scope", "constraint", "format")
@@ -93,14 +94,10 @@ _CUES = {kind: [(re.compile(p, re.IGNORECASE), w) for p, w in cues] for kind, cu
 def classify(text: str, *, first: bool = False, structured: bool = False) -> str:
     if structured:
         return "given"
-    points = {kind: sum(w for p, w in _CUES.get(kind, []) if p.search(text)) for kind in KINDS}
+    points = cue_scores(text, _CUES, KINDS)
     if first:
         points["context"] += 2.0
     return max(reversed(KINDS), key=lambda kind: points[kind])
-
-
-class TemplateConstructParams(UnitConstructParams):
-    samples_path: str | None = f"data/samples/{NAME}/records.jsonl"
 
 
 class TemplateDomain(UnitDomain):
@@ -111,7 +108,6 @@ class TemplateDomain(UnitDomain):
     judge_hints = JudgeHints(subject="a request for help with a task", deliverable="the result the request asks for",
                              analyst="an analyst",
                              core="P0 changes what the result is; P1 makes it materially wrong or unusable.")
-    params_model = TemplateConstructParams
     user_aspects = ASPECTS
 
     def decompose(self, record: Any) -> list[Unit]:

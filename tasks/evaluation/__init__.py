@@ -18,21 +18,15 @@ _HOME = {
     "publish_report": "report",
     "EvalSettings": "runs", "check_policies": "runs", "episode_store": "runs", "load_cases": "runs",
     "CEILING": "sanity", "FLOOR": "sanity", "violations": "sanity",
-    "EVALUATIONS": "stage", "run_evaluation": "stage", "EvaluationSettings": "settings", "MethodRow": "settings",
-    "QuestionSettings": "question_inputs",
 }
 
 __all__ = [
     "CEILING",
     "CI_METRICS",
     "COST_METRICS",
-    "EVALUATIONS",
     "FLOOR",
     "RATE_METRICS",
     "EvalSettings",
-    "EvaluationSettings",
-    "MethodRow",
-    "QuestionSettings",
     "check_policies",
     "episode_store",
     "load_cases",
@@ -40,7 +34,6 @@ __all__ = [
     "plot_data_path",
     "publish_report",
     "recovery_rows",
-    "run_evaluation",
     "violations",
     "write_outputs",
 ]
@@ -49,12 +42,9 @@ if TYPE_CHECKING:
     from tasks.evaluation.evaluate import play, write_outputs
     from tasks.evaluation.metrics import CI_METRICS, COST_METRICS, RATE_METRICS
     from tasks.evaluation.plots import plot_data_path, recovery_rows
-    from tasks.evaluation.question_inputs import QuestionSettings
     from tasks.evaluation.report import publish_report
     from tasks.evaluation.runs import EvalSettings, check_policies, episode_store, load_cases
     from tasks.evaluation.sanity import CEILING, FLOOR, violations
-    from tasks.evaluation.settings import EvaluationSettings, MethodRow
-    from tasks.evaluation.stage import EVALUATIONS, run_evaluation
 
 
 __getattr__, __dir__ = lazy_exports(__name__, _HOME)
