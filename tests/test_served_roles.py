@@ -24,6 +24,8 @@ TEST_MAX_TOKENS = 96
 """Each role's budget in this test (the preset's cap is larger). A reply cut by it is counted ``truncated`` at once:
 the client's retry at twice the budget (``retry_truncated``) is off here, as it cut the same six roles again at 192
 tokens in every measured run and cost a quarter of the test's time."""
+SERVER_THREADS = 1
+"""The suite runs a test worker on every core: a second server thread only fights the other worker for its core."""
 MIN_PARSED = 13
 """At least half of the 26 roles come back as records of their schema from their own prompts (measured: 17-18)."""
 
@@ -34,7 +36,11 @@ def served(tmp_path_factory):
     if not server.installed():
         pytest.skip("llama-cpp-python is not installed (the `serve` extra: make setup or pip install -e '.[serve]')")
     folder = tmp_path_factory.mktemp("llm-server")
-    base = server.start(folder, port=free_port(), timeout=120)  # leaves server.PORT to a user's own server
+    with pytest.MonkeyPatch.context() as env:
+        # its OpenMP threads sleep while they wait: spinning, they hold the core the suite's other worker needs
+        env.setenv("OMP_WAIT_POLICY", "PASSIVE")
+        # a free port, not server.PORT (a user's own server may hold it)
+        base = server.start(folder, port=free_port(), timeout=120, threads=SERVER_THREADS)
     yield folder, base
     server.stop(folder)
 
