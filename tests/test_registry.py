@@ -84,12 +84,11 @@ def test_discovery_runs_once_before_the_first_lookup_and_a_replacement_outlives_
 
 
 def test_the_project_registries_hold_what_their_modules_declare():
-    from tasks.clarifiers.base import METHODS, method_names
-    from tasks.clarifiers.question_methods import question_method_names
+    from tasks.clarifiers.base import METHODS, method_kinds, method_names
     from tasks.rewards.stages import STAGES
 
     assert {"freeqa", "mc", "mc_d", "oracle", "ready_now", "interopt"} <= set(method_names())
-    assert question_method_names() == ["no_questions", "oracle_template", "ask_everything", "evpi", "policy",
+    assert method_kinds("questions") == ["no_questions", "oracle_template", "ask_everything", "evpi", "policy",
                                        "llm_questioner", "published"]
     # one registry for the methods of both kinds of evaluation: a kind name may exist for each, never twice for one
     assert {"episodes/evpi", "questions/evpi", "episodes/policy", "questions/policy"} <= set(METHODS.names())

@@ -138,10 +138,15 @@ def method(kind: str, *, evaluation: str = "episodes", **meta: Any) -> Callable[
     return METHODS.register(method_key(kind, evaluation), **meta)
 
 
+def method_kinds(evaluation: str = "episodes") -> list[str]:
+    """The method kinds registered for ``evaluation``, in registration order."""
+    prefix = method_key("", evaluation)
+    return [name.removeprefix(prefix) for name in METHODS.names() if name.startswith(prefix)]
+
+
 def method_names(evaluation: str = "episodes") -> list[str]:
     """The method kinds registered for ``evaluation``, sorted."""
-    prefix = method_key("", evaluation)
-    return sorted(name.removeprefix(prefix) for name in METHODS.names() if name.startswith(prefix))
+    return sorted(method_kinds(evaluation))
 
 
 def method_entry(kind: str, evaluation: str = "episodes") -> tuple[Any, dict[str, Any]]:

@@ -367,14 +367,6 @@ class Published(QuestionMethod):
                 else Completion(skipped="no published list for this issue") for c in cases]
 
 
-def question_method_names() -> list[str]:
-    """The question-list method kinds, in the order they are declared."""
-    from tasks.clarifiers.base import METHODS, method_key
-
-    prefix = method_key("", "questions")
-    return [name.removeprefix(prefix) for name in METHODS.names() if name.startswith(prefix)]
-
-
 def reference_of(kind: str) -> MethodReference | None:
     """Why the question-list method kind's rows are reference rows, or None for a method ranked with the others."""
     from tasks.clarifiers.base import reference_of as registered
@@ -386,12 +378,12 @@ def parse_options(kind: str, options: dict[str, Any]) -> BaseModel | None:
     """The method's options, validated (ValueError naming the first bad field)."""
     from pydantic import ValidationError
 
-    from tasks.clarifiers.base import method_entry
+    from tasks.clarifiers.base import method_entry, method_kinds
 
     try:
         _, meta = method_entry(kind, "questions")
     except KeyError:
-        raise ValueError(f"unknown method kind {kind!r} (known: {', '.join(question_method_names())})") from None
+        raise ValueError(f"unknown method kind {kind!r} (known: {', '.join(method_kinds('questions'))})") from None
     model = meta["options"]
     if model is None:
         if options:

@@ -53,6 +53,7 @@ class Prepared:
     params: Any
     """The whole ``params.yaml`` (``tasks.params.Params``)."""
     domain: str
+    kind: EvaluationKind
     settings: EvaluationSettings
     inputs: Any
     """What the kind read besides the settings (the episode kind: the cases; the question kind: ``QuestionInputs``)."""
@@ -143,8 +144,8 @@ def prepare(domain: str, params: str = "params.yaml") -> Prepared:
         raise InputError(params_path, f"missing section evaluate.{domain}", field=f"evaluate.{domain}")
     settings = section(params_path, kind.settings, cfg.evaluate[domain], f"evaluate.{domain}")
     inputs, cases = kind.prepare(root, params_path, cfg, domain, settings)
-    return Prepared(root=root, params_path=params_path, params=cfg, domain=domain, settings=settings, inputs=inputs,
-                    cases=cases)
+    return Prepared(root=root, params_path=params_path, params=cfg, domain=domain, kind=kind, settings=settings,
+                    inputs=inputs, cases=cases)
 
 
 def run_evaluation(domain: str, params: str = "params.yaml", *, checks: Checks, out: str | None = None,
@@ -161,8 +162,8 @@ def run_evaluation(domain: str, params: str = "params.yaml", *, checks: Checks, 
     started = time.monotonic()
     root = repo_root()
     out_dir = output_dir(root, domain, out)
-    kind = kind_of(domain, root / params)
     prepared = prepare(domain, params)
+    kind = prepared.kind
     if runner:
         prepared.settings = prepared.settings.model_copy(update={"task_runner": runner})
     client = default_client()

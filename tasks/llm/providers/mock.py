@@ -63,6 +63,10 @@ class MockProvider(CustomLLM):
         self.scripts.add("echo", MockScript(rule=_echo))
         self._lock = threading.Lock()
 
+    def script(self, name: str | None) -> MockScript | None:
+        """The script registered as ``name``, or None."""
+        return self.scripts.get(name) if name in self.scripts else None
+
     def register(self, name: str, script: MockScript) -> str:
         with self._lock:
             self.scripts.add(name, script, replace=True)
@@ -71,7 +75,7 @@ class MockProvider(CustomLLM):
     def _plan(self, model: str, messages: list[dict]) -> tuple[MockScript, str | None, Exception | None]:
         import litellm
 
-        script = self.scripts.get(model) if model in self.scripts else None
+        script = self.script(model)
         if script is None:
             known = ", ".join(sorted(self.scripts.names()))
             return MockScript(), None, litellm.BadRequestError(
@@ -112,7 +116,7 @@ class MockProvider(CustomLLM):
         return script, text, None
 
     def _respond(self, model: str, messages: list[dict], text: str):
-        script = self.scripts.get(model) if model in self.scripts else None
+        script = self.script(model)
         if script is not None and script.call_log:
             with self._lock, open(script.call_log, "a", encoding="utf-8") as log:
                 log.write(f"{model}\n")
@@ -177,8 +181,7 @@ def replay_local(name: str, *, latency_s: float = 0.0, call_log: str | None = No
 def prime_replay(model: str, spec, inputs, domain=None) -> None:
     """Before an LLM-backend role call on a replay script: store the local answer for each input's messages (both
     in ``domain``, the call's)."""
-    name = model.split("/", 1)[1] if model.startswith("mock/") else None
-    script = MOCK.scripts.get(name) if name in MOCK.scripts else None
+    script = MOCK.script(model.split("/", 1)[1]) if model.startswith("mock/") else None
     if script is None or script.replay is None:
         return
     outputs = spec.run_local(list(inputs), domain)
